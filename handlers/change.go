@@ -1,0 +1,109 @@
+package handlers
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// Cause is what a change handler learns beside its object: the reason,
+// old/new/diff, the retry count and timing, and a patch for changes to
+// the object.
+type Cause = causes.Cause
+
+// Reason is why a handler runs.
+type Reason = causes.Reason
+
+// The reasons change handlers see.
+const (
+	ReasonCreate = causes.Create
+	ReasonUpdate = causes.Update
+	ReasonDelete = causes.Delete
+	ReasonResume = causes.Resume
+)
+
+// ChangeFunc is a change handler. A non-nil result lands in status.<id>: a
+// map is merged into what is there, anything else replaces it. The logger
+// is in ctx (logr.FromContextOrDiscard).
+type ChangeFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any, error)
+
+// OnCreate registers a handler for objects seen for the first time (no last
+// handled state on them), including those created while the operator was
+// down.
+func OnCreate[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...CreateOption) {
+	h := k.newHandler(id, fn, causes.Create)
+	for _, o := range opts {
+		o.applyChange(h)
+	}
+	k.add(h)
+}
+
+// OnUpdate registers a handler for changes of the object's essence (spec,
+// labels, annotations, and any field some handler watches; never status).
+func OnUpdate[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...UpdateOption) {
+	h := k.newHandler(id, fn, causes.Update)
+	h.FieldNeedsChange = true
+	for _, o := range opts {
+		o.applyChange(h)
+	}
+	k.add(h)
+}
+
+// OnDelete registers a handler for objects being deleted. Unless Optional,
+// it puts the framework's finalizer on matching objects, so that deletion
+// waits for it.
+func OnDelete[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...DeleteOption) {
+	h := k.newHandler(id, fn, causes.Delete)
+	h.RequiresFinalizer = true
+	for _, o := range opts {
+		o.applyChange(h)
+	}
+	k.add(h)
+}
+
+// OnResume registers a handler for objects that exist when the operator
+// starts, once per process; it joins whatever cause that object has then
+// (an update during the downtime, say), but not deletions unless Deleted.
+func OnResume[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...ResumeOption) {
+	h := k.newHandler(id, fn, "")
+	h.Initial = true
+	for _, o := range opts {
+		o.applyChange(h)
+	}
+	k.add(h)
+}
+
+// OnField registers a handler for changes of one field (dotted, e.g.
+// "spec.field"), whatever the cause: it also runs on creation when the
+// field is there, as in Kopf. Its id becomes "<id>/<field>"; it sees the
+// field's old and new values.
+func OnField[T client.Object](k *Kind[T], id, field string, fn ChangeFunc[T], opts ...FieldOption) {
+	h := k.newHandler(id, fn, "")
+	h.Field = fields.Parse(field)
+	h.FieldNeedsChange = true
+	for _, o := range opts {
+		o.applyChange(h)
+	}
+	k.add(h)
+}
+
+func (k *Kind[T]) newHandler(id string, fn ChangeFunc[T], reason causes.Reason) *registry.ChangeHandler {
+	h := &registry.ChangeHandler{Reason: reason}
+	h.ID = id
+	h.Fn = func(ctx context.Context, obj registry.Object, c *causes.Cause) (any, error) {
+		return fn(ctx, obj.(T), c)
+	}
+	return h
+}
+
+// add finishes the handler's id (a field adds "/<field>") and registers it.
+func (k *Kind[T]) add(h *registry.ChangeHandler) {
+	if len(h.Field) > 0 {
+		h.ID += "/" + h.Field.String()
+	}
+	k.kind.Changing = append(k.kind.Changing, h)
+}

@@ -1,0 +1,163 @@
+package handlers
+
+import (
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// Options are checked at compile time per handler kind: each registration
+// function accepts only the options that make sense for it. The common
+// options (retries, filters, ...) satisfy all of these interfaces.
+
+// CreateOption configures an OnCreate handler.
+type CreateOption interface {
+	applyChange(*registry.ChangeHandler)
+	create()
+}
+
+// UpdateOption configures an OnUpdate handler.
+type UpdateOption interface {
+	applyChange(*registry.ChangeHandler)
+	update()
+}
+
+// DeleteOption configures an OnDelete handler.
+type DeleteOption interface {
+	applyChange(*registry.ChangeHandler)
+	delete()
+}
+
+// ResumeOption configures an OnResume handler.
+type ResumeOption interface {
+	applyChange(*registry.ChangeHandler)
+	resume()
+}
+
+// FieldOption configures an OnField handler.
+type FieldOption interface {
+	applyChange(*registry.ChangeHandler)
+	field()
+}
+
+// Option is an option of every change handler.
+type Option func(*registry.ChangeHandler)
+
+func (o Option) applyChange(h *registry.ChangeHandler) { o(h) }
+func (Option) create()                                 {}
+func (Option) update()                                 {}
+func (Option) delete()                                 {}
+func (Option) resume()                                 {}
+func (Option) field()                                  {}
+
+// Retries limits the attempts of a handler (in total, as in Kopf: 3 means
+// the handler is called at most three times). Zero: no limit.
+func Retries(n int) Option { return func(h *registry.ChangeHandler) { h.Retries = n } }
+
+// Backoff is the delay before retrying after an arbitrary error (default:
+// Options.DefaultBackoff, 60 s).
+func Backoff(d time.Duration) Option { return func(h *registry.ChangeHandler) { h.Backoff = &d } }
+
+// Timeout limits the time since the first attempt; after it the handler
+// fails. It is also the deadline of the handler's context.
+func Timeout(d time.Duration) Option { return func(h *registry.ChangeHandler) { h.Timeout = d } }
+
+// Errors sets what arbitrary errors mean for the handler.
+func Errors(mode ErrorsMode) Option { return func(h *registry.ChangeHandler) { h.Errors = mode } }
+
+// Field makes the handler care about one field (dotted, e.g. "spec.field"):
+// it runs only when the field is present in the old or new state (or
+// matches Value), sees the field's old/new values and diff, and its id gets
+// the suffix "/<field>". The field joins the essence even under status.
+func Field(path string) Option {
+	return func(h *registry.ChangeHandler) { h.Field = fields.Parse(path) }
+}
+
+// Value filters the Field's value: Equals(v), Present, Absent or Check(fn).
+func Value(f Filter) Option { return func(h *registry.ChangeHandler) { h.Value = f } }
+
+// When runs the handler only if fn returns true; it is evaluated after all
+// other filters. T must be the kind's object type.
+func When[T client.Object](fn func(obj T, c *Cause) bool) Option {
+	return func(h *registry.ChangeHandler) {
+		h.When = func(obj registry.Object, c *causes.Cause) bool {
+			typed, ok := obj.(T)
+			return ok && fn(typed, c)
+		}
+	}
+}
+
+// Labels filters objects by labels: each key must match its filter.
+type Labels map[string]Filter
+
+func (l Labels) applyChange(h *registry.ChangeHandler) { h.Labels = l }
+func (Labels) create()                                 {}
+func (Labels) update()                                 {}
+func (Labels) delete()                                 {}
+func (Labels) resume()                                 {}
+func (Labels) field()                                  {}
+
+// Annotations filters objects by annotations: each key must match its filter.
+type Annotations map[string]Filter
+
+func (a Annotations) applyChange(h *registry.ChangeHandler) { h.Annotations = a }
+func (Annotations) create()                                 {}
+func (Annotations) update()                                 {}
+func (Annotations) delete()                                 {}
+func (Annotations) resume()                                 {}
+func (Annotations) field()                                  {}
+
+// changeOption is an option of update and field handlers only.
+type changeOption func(*registry.ChangeHandler)
+
+func (o changeOption) applyChange(h *registry.ChangeHandler) { o(h) }
+func (changeOption) update()                                 {}
+func (changeOption) field()                                  {}
+
+// Old filters the field's value before the change (needs Field on OnUpdate).
+func Old(f Filter) UpdateOption { return changeOption(func(h *registry.ChangeHandler) { h.Old = f }) }
+
+// New filters the field's value after the change (needs Field on OnUpdate).
+func New(f Filter) UpdateOption { return changeOption(func(h *registry.ChangeHandler) { h.New = f }) }
+
+type resumeOption func(*registry.ChangeHandler)
+
+func (o resumeOption) applyChange(h *registry.ChangeHandler) { o(h) }
+func (resumeOption) resume()                                 {}
+
+// Deleted lets a resume handler run also for objects that are already
+// being deleted when the operator starts (by default it does not, so that
+// resume handlers do not re-acquire what delete handlers release).
+func Deleted() ResumeOption {
+	return resumeOption(func(h *registry.ChangeHandler) { h.Deleted = true })
+}
+
+type deleteOption func(*registry.ChangeHandler)
+
+func (o deleteOption) applyChange(h *registry.ChangeHandler) { o(h) }
+func (deleteOption) delete()                                 {}
+
+// Optional makes a delete handler not require the finalizer: it runs only
+// if the finalizer is on the object for another reason, as in Kopf.
+func Optional() DeleteOption {
+	return deleteOption(func(h *registry.ChangeHandler) { h.RequiresFinalizer = false })
+}
+
+// Filter tests one value: of a label, an annotation or a field.
+type Filter = registry.Filter
+
+// Present matches a label, annotation or field that is there.
+var Present = registry.Present
+
+// Absent matches a label, annotation or field that is not there.
+var Absent = registry.Absent
+
+// Equals matches an exact value.
+func Equals(value any) Filter { return registry.Equals(value) }
+
+// Check matches when fn returns true; fn gets nil for an absent value.
+func Check(fn func(value any) bool) Filter { return registry.Check(fn) }

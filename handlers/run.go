@@ -1,0 +1,163 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Flags are the standalone runner's command line, as Kopf's `kopf run`.
+type Flags struct {
+	// Standalone disables peering.
+	Standalone bool
+	// Peering names the peering object (and makes peering mandatory).
+	Peering string
+	// Priority is this operator's peering priority.
+	Priority int
+	// Dev sets the priority to 666, to pause other operators while
+	// developing.
+	Dev bool
+	// Namespaces to serve; none means cluster-wide.
+	Namespaces []string
+	// AllNamespaces serves the whole cluster (the default when no
+	// namespace is given).
+	AllNamespaces bool
+	// Verbose logs debug lines too.
+	Verbose bool
+	// Kubeconfig is the kubeconfig file; default: $KUBECONFIG, then
+	// ~/.kube/config, then the in-cluster configuration.
+	Kubeconfig string
+}
+
+// DevPriority is the priority --dev gives, as in Kopf.
+const DevPriority = 666
+
+// ParseFlags parses the runner's command line (without the program name).
+func ParseFlags(args []string) (Flags, error) {
+	var f Flags
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&f.Standalone, "standalone", false, "run without peering")
+	fs.StringVar(&f.Peering, "peering", "", "the peering object's name (makes peering mandatory)")
+	fs.StringVar(&f.Peering, "P", "", "short for --peering")
+	fs.IntVar(&f.Priority, "priority", 0, "the peering priority")
+	fs.IntVar(&f.Priority, "p", 0, "short for --priority")
+	fs.BoolVar(&f.Dev, "dev", false, "development mode: priority 666")
+	fs.Var((*stringList)(&f.Namespaces), "namespace", "a namespace to serve (repeatable)")
+	fs.Var((*stringList)(&f.Namespaces), "n", "short for --namespace")
+	fs.BoolVar(&f.AllNamespaces, "all-namespaces", false, "serve the whole cluster")
+	fs.BoolVar(&f.AllNamespaces, "A", false, "short for --all-namespaces")
+	fs.BoolVar(&f.Verbose, "verbose", false, "log debug lines too")
+	fs.BoolVar(&f.Verbose, "v", false, "short for --verbose")
+	fs.BoolVar(&f.Verbose, "debug", false, "same as --verbose")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "the kubeconfig file")
+	if err := fs.Parse(args); err != nil {
+		return f, fmt.Errorf("parse the command line: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("parse the command line: unexpected arguments %q", fs.Args())
+	}
+	if f.AllNamespaces && len(f.Namespaces) > 0 {
+		return f, errors.New("parse the command line: --all-namespaces and --namespace exclude each other")
+	}
+	if f.Dev {
+		f.Priority = DevPriority
+	}
+	return f, nil
+}
+
+// Main runs the operator standalone with the process's command line until
+// SIGINT or SIGTERM, then exits: 0 after a graceful stop, 1 on failure.
+func Main(reg *Registry, opts Options) {
+	if err := Run(ctrl.SetupSignalHandler(), reg, os.Args[1:], opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// Run parses the command line, connects to the cluster, and runs the
+// engine in a manager of its own until ctx is done.
+func Run(ctx context.Context, reg *Registry, args []string, opts Options) error {
+	f, err := ParseFlags(args)
+	if err != nil {
+		return err
+	}
+	level := zapcore.InfoLevel
+	if f.Verbose {
+		level = zapcore.DebugLevel
+	}
+	logger := zap.New(zap.ConsoleEncoder(), zap.Level(level))
+	ctrl.SetLogger(logger)
+	if !f.Standalone {
+		logger.Info("Peering is not available yet; running standalone.", "peering", f.Peering, "priority", f.Priority)
+	}
+	cfg, err := restConfig(f.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	mopts := manager.Options{
+		Logger:  logger,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	}
+	if len(f.Namespaces) > 0 {
+		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range f.Namespaces {
+			mopts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := manager.New(cfg, mopts)
+	if err != nil {
+		return fmt.Errorf("create the manager: %w", err)
+	}
+	if err := SetupWithManager(mgr, reg, opts); err != nil {
+		return err
+	}
+	logger.Info("Client is configured.", "host", cfg.Host)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run the operator: %w", err)
+	}
+	logger.Info("Operator has stopped.")
+	return nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("find the cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load the kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// stringList is a repeatable string flag; commas also separate values.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l = append(*l, part)
+		}
+	}
+	return nil
+}

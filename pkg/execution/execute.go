@@ -1,0 +1,178 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Handler is what execution needs to know about a handler: its identity
+// and its limits.
+type Handler struct {
+	ID string
+	// Title names the handler kind in log lines: "Handler", "Daemon", ...
+	Title string
+	// Errors is the errors mode; ErrorsDefault takes the caller's default.
+	Errors ErrorsMode
+	// Timeout limits the time since the first attempt; zero: no limit. It
+	// is also the deadline of the handler's context.
+	Timeout time.Duration
+	// Retries limits the number of attempts in total; zero: no limit.
+	Retries int
+	// Backoff is the delay after an arbitrary error; nil: the default.
+	Backoff *time.Duration
+}
+
+// String renders the handler as Kopf's log lines do: Handler 'create_fn'.
+func (h Handler) String() string {
+	title := h.Title
+	if title == "" {
+		title = "Handler"
+	}
+	return fmt.Sprintf("%s '%s'", title, h.ID)
+}
+
+// Outcome is the result of one attempt.
+type Outcome struct {
+	// Final: the handler is done for this cause, successfully or not.
+	Final bool
+	// Err is the failure, nil on success (including an ignored error).
+	Err error
+	// Delay is when to try again, for non-final outcomes.
+	Delay *time.Duration
+	// Result is what a successful handler returned.
+	Result any
+}
+
+// Defaults are the settings that apply to handlers that set nothing.
+type Defaults struct {
+	Errors  ErrorsMode
+	Backoff time.Duration
+}
+
+// Execute runs one attempt of a handler and turns whatever happens into an
+// outcome and Kopf's log line. Handler panics are recovered and treated as
+// arbitrary errors. The limits are checked strictly before the attempt and
+// with a look-ahead after a failure, as Kopf does, so "Retries: 3" means
+// three attempts in total.
+func Execute(ctx context.Context, h Handler, st *HandlerState, now time.Time, defaults Defaults, call func(context.Context) (any, error)) Outcome {
+	log := logr.FromContextOrDiscard(ctx)
+	errorsMode := h.Errors
+	if errorsMode == ErrorsDefault {
+		errorsMode = defaults.Errors
+	}
+	backoff := defaults.Backoff
+	if h.Backoff != nil {
+		backoff = *h.Backoff
+	}
+	runtime := st.Runtime(now)
+
+	log.V(1).Info(fmt.Sprintf("%s is invoked.", h))
+	if h.Timeout > 0 && runtime >= h.Timeout {
+		err := &HandlerTimeoutError{Message: fmt.Sprintf("%s has timed out after %s.", h, timedelta(runtime))}
+		log.Error(nil, err.Message)
+		return Outcome{Final: true, Err: err}
+	}
+	if h.Retries > 0 && st.Retries >= h.Retries {
+		err := &HandlerRetriesError{Message: fmt.Sprintf("%s has exceeded %d retries.", h, st.Retries)}
+		log.Error(nil, err.Message)
+		return Outcome{Final: true, Err: err}
+	}
+
+	callCtx := ctx
+	if h.Timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithDeadline(ctx, st.Started.Add(h.Timeout))
+		defer cancel()
+	}
+	result, err := safeCall(callCtx, call)
+	if err == nil {
+		log.Info(fmt.Sprintf("%s succeeded.", h))
+		return Outcome{Final: true, Result: result}
+	}
+
+	willTimeOut := func(delay time.Duration) bool { return h.Timeout > 0 && runtime+delay >= h.Timeout }
+	willExceed := h.Retries > 0 && st.Retries+1 >= h.Retries
+
+	var temporary *TemporaryError
+	switch {
+	case errors.As(err, &temporary):
+		switch {
+		case willTimeOut(temporary.Delay):
+			msg := fmt.Sprintf("%s failed temporarily but will time out after %s seconds: %s", h, seconds(h.Timeout), err)
+			log.Error(nil, msg)
+			return Outcome{Final: true, Err: &HandlerTimeoutError{Message: msg}}
+		case willExceed:
+			msg := fmt.Sprintf("%s failed temporarily but will exceed %d retries: %s", h, h.Retries, err)
+			log.Error(nil, msg)
+			return Outcome{Final: true, Err: &HandlerRetriesError{Message: msg}}
+		}
+		log.Error(nil, fmt.Sprintf("%s failed temporarily: %s", h, err))
+		delay := temporary.Delay
+		return Outcome{Err: err, Delay: &delay}
+	case isPermanent(err):
+		log.Error(nil, fmt.Sprintf("%s failed permanently: %s", h, err))
+		return Outcome{Final: true, Err: err}
+	}
+
+	var panicked *PanicError
+	if errors.As(err, &panicked) {
+		log = log.WithValues("stack", string(panicked.Stack))
+	}
+	switch {
+	case errorsMode == ErrorsIgnored:
+		log.Error(err, fmt.Sprintf("%s failed with an exception and will ignore it: %s", h, err))
+		return Outcome{Final: true}
+	case errorsMode == ErrorsPermanent:
+		log.Error(err, fmt.Sprintf("%s failed with an exception and will stop now: %s", h, err))
+		return Outcome{Final: true, Err: err}
+	case willTimeOut(backoff):
+		msg := fmt.Sprintf("%s failed with an exception and will stop now (it would time out in %s seconds on the next attempt): %s", h, seconds(h.Timeout), err)
+		log.Error(err, msg)
+		return Outcome{Final: true, Err: &HandlerTimeoutError{Message: msg}}
+	case willExceed:
+		msg := fmt.Sprintf("%s failed with an exception and will stop now (it would exceed %d retries on the next attempt): %s", h, h.Retries, err)
+		log.Error(err, msg)
+		return Outcome{Final: true, Err: &HandlerRetriesError{Message: msg}}
+	}
+	log.Error(err, fmt.Sprintf("%s failed with an exception and will try again in %s seconds: %s", h, seconds(backoff), err))
+	return Outcome{Err: err, Delay: &backoff}
+}
+
+// PanicError is a handler's panic, turned into an error.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func safeCall(ctx context.Context, call func(context.Context) (any, error)) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return call(ctx)
+}
+
+// seconds renders a duration as Kopf prints its seconds: "60", "1.5".
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+
+// timedelta renders a duration as Python's timedelta does: "0:00:02.500000".
+func timedelta(d time.Duration) string {
+	us := d.Microseconds()
+	h := us / 3_600_000_000
+	m := us / 60_000_000 % 60
+	s := us / 1_000_000 % 60
+	frac := us % 1_000_000
+	if frac == 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d:%02d.%06d", h, m, s, frac)
+}

@@ -1,0 +1,155 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// processChange handles a create, update, delete or resume cause: it loads
+// the handlers' progress, runs the next due handler, stores the progress
+// and results, and when all selected handlers are finished, purges the
+// progress and stores the new essence as the last handled one.
+func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *registry.Subject, newEssence, oldEssence map[string]any, now time.Time) {
+	s := r.settings
+	reason := subject.Cause.Reason
+	title := reason.Title()
+	ids := r.kind.IDs()
+	state := execution.Load(c.body, s.Progress, ids, now, func(id string, err error) {
+		raw := ""
+		if v, ok := fields.Resolve(c.body, fields.Path{"metadata", "annotations"}); ok {
+			raw = fmt.Sprint(v)
+		}
+		r.report(ctx, c, "progress/"+id, raw, "InvalidProgress",
+			fmt.Sprintf("The progress of handler '%s' cannot be read and is ignored; the handler runs as if for the first time: %v", id, err))
+	})
+
+	selected := r.kind.Select(subject)
+	selectedIDs := make([]string, len(selected))
+	for i, h := range selected {
+		selectedIDs[i] = h.ID
+	}
+	// Records of an unfinished earlier cause are superseded by this one.
+	for purpose, n := range state.Extras(string(reason)) {
+		c.log.Info(fmt.Sprintf("%s is superseded by %s: %d succeeded; %d failed; %d left to the moment.",
+			causes.Reason(purpose).Title(), strings.ToLower(title), n.Success, n.Failure, n.Running))
+	}
+	for _, id := range r.supersededIDs(state, string(reason), selectedIDs) {
+		r.purgeHandler(c, state, id)
+		state.Drop(id)
+	}
+	state.Activate(string(reason), selectedIDs, now)
+
+	c.log.V(1).Info(fmt.Sprintf("%s is in progress: %s", title, c.obj.GetName()))
+	if len(subject.Cause.Diff) > 0 && oldEssence != nil {
+		c.log.V(1).Info(fmt.Sprintf("%s diff: %s", title, subject.Cause.Diff))
+	}
+
+	done := len(selected) == 0
+	if !done {
+		if id, ok := state.Next(selectedIDs, now); ok {
+			r.runHandler(ctx, c, subject, selected, state, id, now)
+			now = r.settings.Clock.Now()
+		}
+		for _, id := range state.Order {
+			if h := state.Handlers[id]; h.Active && h.Changed() {
+				s.Progress.Store(c.body, c.patch, id, h.Record())
+			}
+		}
+		done = state.Done()
+		if done {
+			n := state.Counts()
+			c.log.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, n.Success, n.Failure))
+			for _, id := range ids {
+				r.purgeHandler(c, state, id)
+			}
+		} else {
+			c.pending = true
+			c.delay, _ = state.Delay(now)
+		}
+	}
+	if done {
+		if oldEssence == nil || !fields.Equal(oldEssence, newEssence) {
+			r.storeEssence(c, newEssence)
+		}
+		c.mem.fullyHandledOnce = true
+	}
+}
+
+// supersededIDs are the loaded records of another purpose that the current
+// cause does not select: they are purged. (Kopf purges every record in that
+// case and rewrites only the changed ones, which can lose the record of a
+// re-selected, unchanged handler; purging only the superseded keeps it.)
+func (r *reconciler) supersededIDs(state *execution.State, purpose string, selected []string) []string {
+	var out []string
+	for _, id := range state.Order {
+		h := state.Handlers[id]
+		if h.Purpose == "" || h.Purpose == purpose {
+			continue
+		}
+		if !slices.Contains(selected, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// purgeHandler removes a handler's record and its sub-handlers' records.
+func (r *reconciler) purgeHandler(c *cycle, state *execution.State, id string) {
+	r.settings.Progress.Purge(c.body, c.patch, id)
+	if h := state.Handlers[id]; h != nil {
+		for _, sub := range h.Subrefs {
+			r.settings.Progress.Purge(c.body, c.patch, sub)
+		}
+	}
+}
+
+// runHandler runs one attempt of the handler with the given id, records the
+// outcome in the state and delivers its result into status.<id>.
+func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry.Subject, selected []*registry.ChangeHandler, state *execution.State, id string, now time.Time) {
+	var h *registry.ChangeHandler
+	for _, candidate := range selected {
+		if candidate.ID == id {
+			h = candidate
+		}
+	}
+	hs := state.Handlers[id]
+	cause := h.Narrow(*subject.Cause)
+	cause.Retry = hs.Retries
+	cause.Started = hs.Started
+	cause.Runtime = hs.Runtime(now)
+
+	obj := c.obj.DeepCopyObject().(registry.Object)
+	hctx := logr.NewContext(ctx, c.log)
+	outcome := execution.Execute(hctx, h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
+		return h.Fn(ctx, obj, &cause)
+	})
+	state.Handlers[id] = hs.WithOutcome(outcome, r.settings.Clock.Now())
+	if outcome.Err == nil && outcome.Result != nil {
+		r.deliverResult(c, id, outcome.Result)
+	}
+}
+
+// deliverResult puts a handler's result into status.<id>: a map is merged
+// into what is there, anything else replaces it.
+func (r *reconciler) deliverResult(c *cycle, id string, result any) {
+	value, err := fields.Normalize(result)
+	if err != nil {
+		c.log.Error(err, fmt.Sprintf("The result of handler '%s' cannot be stored: it does not encode as JSON.", id))
+		return
+	}
+	if m, ok := value.(map[string]any); ok {
+		c.patch.MergeStatus(id, m)
+		return
+	}
+	c.patch.SetStatus(id, value)
+}

@@ -1,0 +1,99 @@
+package reactor
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// memory is what this process remembers about one object (one uid) between
+// cycles. It is never persisted: after a restart, objects start afresh.
+type memory struct {
+	// noticedByListing: the object was first seen in the initial listing of
+	// this process, so it gets resume handlers once.
+	noticedByListing bool
+	// fullyHandledOnce: some cause of the object was fully handled (or had
+	// no handlers) in this process; resume handlers do not run any more.
+	fullyHandledOnce bool
+	// expectedVersion is the resourceVersion of this process's last write;
+	// until the cache has it, change handlers wait (up to a deadline).
+	expectedVersion     string
+	consistencyDeadline time.Time
+	// oversizedEssence is the last handled essence when it could not be
+	// stored on the object because of its size.
+	oversizedEssence map[string]any
+	// reported remembers which malformed values were already reported
+	// with an Event, so that a bad annotation produces one Event, not one
+	// per cycle.
+	reported map[string]string
+}
+
+// memories holds the memory of every object of one kind.
+type memories struct {
+	mu    sync.Mutex
+	byUID map[types.UID]*memory
+	byKey map[types.NamespacedName]types.UID
+}
+
+func newMemories() *memories {
+	return &memories{byUID: map[types.UID]*memory{}, byKey: map[types.NamespacedName]types.UID{}}
+}
+
+// notice creates the memory of an object on its first sighting, recording
+// whether that sighting was the initial listing.
+func (m *memories) notice(uid types.UID, key types.NamespacedName, listing bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recallLocked(uid, key, listing)
+}
+
+// recall returns the memory of an object, creating it if needed. A new uid
+// under a known name is a re-created object: the old one's memory goes.
+func (m *memories) recall(uid types.UID, key types.NamespacedName) *memory {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.recallLocked(uid, key, false)
+}
+
+func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing bool) *memory {
+	if mem, ok := m.byUID[uid]; ok {
+		return mem
+	}
+	if old, ok := m.byKey[key]; ok && old != uid {
+		delete(m.byUID, old)
+	}
+	mem := &memory{noticedByListing: listing}
+	m.byUID[uid] = mem
+	m.byKey[key] = uid
+	return mem
+}
+
+// forget drops the memory of an object that no longer exists.
+func (m *memories) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if uid, ok := m.byKey[key]; ok {
+		delete(m.byUID, uid)
+		delete(m.byKey, key)
+	}
+}
+
+// size is the number of remembered objects.
+func (m *memories) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byUID)
+}
+
+// firstReport records a malformed value and reports whether it is new.
+func (mem *memory) firstReport(what, value string) bool {
+	if mem.reported == nil {
+		mem.reported = map[string]string{}
+	}
+	if prev, ok := mem.reported[what]; ok && prev == value {
+		return false
+	}
+	mem.reported[what] = value
+	return true
+}

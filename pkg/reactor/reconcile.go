@@ -1,0 +1,256 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/posting"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// reconciler processes the objects of one kind.
+type reconciler struct {
+	kind     *registry.Kind
+	gvk      schema.GroupVersionKind
+	settings Settings
+	client   client.Client
+	memories *memories
+
+	statusSubresource func(context.Context) (bool, error)
+	statusMu          sync.Mutex
+	statusKnown       *bool
+}
+
+// finalizerChange is what a cycle does to this operator's finalizer.
+type finalizerChange int
+
+const (
+	keepFinalizer finalizerChange = iota
+	addFinalizer
+	removeFinalizer
+)
+
+// cycle is the state of one processing cycle of one object.
+type cycle struct {
+	log       logr.Logger
+	obj       client.Object
+	body      map[string]any
+	mem       *memory
+	patch     *patch.Patch
+	finalizer finalizerChange
+	// pending: a change handler is not finished; delay: when it is due.
+	pending bool
+	delay   time.Duration
+	// essence is the new last handled essence, if this cycle stores one.
+	essence map[string]any
+}
+
+// Reconcile runs one processing cycle of one object: detect the cause,
+// manage the finalizer, run at most one change handler, and write all of
+// it back in one patch (plus one to /status where it exists).
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	obj := r.newObject()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.memories.forget(req.NamespacedName)
+			log.V(1).Info("Deleted, really deleted, and we are notified.")
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("read %s %s: %w", r.gvk.Kind, req.NamespacedName, err)
+	}
+	body, err := r.body(obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	c := &cycle{
+		log:   log,
+		obj:   obj,
+		body:  body,
+		mem:   r.memories.recall(obj.GetUID(), req.NamespacedName),
+		patch: patch.New(),
+	}
+	now := r.settings.Clock.Now()
+
+	// The cache may not have this operator's last write yet; handlers must
+	// not run twice on the body from before it. Wait for the watch to bring
+	// it (that event triggers the next cycle), or for the timeout.
+	if wait := r.consistencyWait(c, now); wait > 0 {
+		log.V(1).Info("The object is not yet as this operator last wrote it; waiting for the cache.",
+			"resourceVersion", obj.GetResourceVersion(), "expected", c.mem.expectedVersion)
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+
+	if err := r.process(ctx, c, now); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.apply(ctx, c)
+}
+
+// consistencyWait returns how long to wait for the cache to catch up with
+// this process's last write, zero when it has (or the wait is over).
+func (r *reconciler) consistencyWait(c *cycle, now time.Time) time.Duration {
+	if c.mem.expectedVersion == "" || r.settings.ConsistencyTimeout < 0 {
+		return 0
+	}
+	if versionReached(c.obj.GetResourceVersion(), c.mem.expectedVersion) {
+		c.mem.expectedVersion = ""
+		return 0
+	}
+	if left := c.mem.consistencyDeadline.Sub(now); left > 0 {
+		return left
+	}
+	c.log.Info("The cache did not catch up with this operator's last write in time; proceeding with what it has.",
+		"resourceVersion", c.obj.GetResourceVersion(), "expected", c.mem.expectedVersion,
+		"timeout", r.settings.ConsistencyTimeout.String())
+	c.mem.expectedVersion = ""
+	return 0
+}
+
+// process decides the cause and runs what it calls for, filling the cycle's
+// patch and finalizer decision.
+func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) error {
+	s := r.settings
+	deleting := c.obj.GetDeletionTimestamp() != nil
+	finalized := slices.Contains(c.obj.GetFinalizers(), s.Finalizer)
+
+	newEssence := s.DiffBase.Build(c.body, r.kind.ExtraFields())
+	s.Progress.Clear(newEssence)
+	oldEssence, err := s.DiffBase.Fetch(c.body)
+	if err != nil {
+		if !deleting {
+			r.report(ctx, c, "diffbase", fmt.Sprint(err), "InvalidLastHandledConfiguration",
+				fmt.Sprintf("The last handled configuration cannot be read, so changes cannot be told apart; no change handlers run until it is fixed or removed (removing it makes the object count as new): %v", err))
+			return nil
+		}
+		oldEssence = nil // deletion does not need it
+	}
+	if c.mem.oversizedEssence != nil {
+		oldEssence = c.mem.oversizedEssence
+	}
+	if oldEssence != nil {
+		s.Progress.Clear(oldEssence)
+	}
+	d := diff.Compute(asAny(oldEssence), newEssence)
+	reason, initial := causes.Detect(causes.Input{
+		Deleting:    deleting,
+		Finalized:   finalized,
+		HasDiffBase: oldEssence != nil,
+		Diff:        d,
+		Initial:     c.mem.noticedByListing && !c.mem.fullyHandledOnce,
+	})
+	if reason == causes.Free {
+		c.log.V(1).Info("Deletion, but we are done with it, and we do not care.")
+		return nil
+	}
+
+	subject := &registry.Subject{
+		Obj:         c.obj,
+		Labels:      c.obj.GetLabels(),
+		Annotations: c.obj.GetAnnotations(),
+		Cause:       &causes.Cause{Reason: reason, Body: c.body, Old: asAny(oldEssence), New: newEssence, Diff: d, Patch: c.patch},
+		Initial:     initial,
+		Deleting:    deleting,
+	}
+	// An object that no change handler could care about is left alone: no
+	// state, no finalizer, no log lines ("stealth mode").
+	visible := r.kind.Prematch(subject)
+	required := visible && r.kind.RequiresFinalizer(subject)
+	switch {
+	case required && !finalized && !deleting:
+		c.log.V(1).Info("Adding the finalizer, thus preventing the actual deletion.")
+		c.finalizer = addFinalizer
+		return nil
+	case !required && finalized:
+		c.log.V(1).Info("Removing the finalizer, as there are no handlers requiring it.")
+		c.finalizer = removeFinalizer
+		return nil
+	}
+	if visible {
+		switch {
+		case reason.HandlesChanges():
+			r.processChange(ctx, c, subject, newEssence, oldEssence, now)
+		case reason == causes.NoOp:
+			c.log.V(1).Info("Something has changed, but we are not interested (the essence is the same).")
+		}
+	}
+	if deleting && finalized && !c.pending {
+		c.log.V(1).Info("Removing the finalizer, thus allowing the actual deletion.")
+		c.finalizer = removeFinalizer
+	}
+	return nil
+}
+
+// report logs a problem with the object's stored state and, the first time
+// this value is seen, posts a Warning Event so that users see it too.
+func (r *reconciler) report(ctx context.Context, c *cycle, what, value, reason, message string) {
+	c.log.Error(nil, message)
+	if !c.mem.firstReport(what, value) || r.settings.Poster == nil {
+		return
+	}
+	ref := posting.Ref{GVK: r.gvk, Namespace: c.obj.GetNamespace(), Name: c.obj.GetName(), UID: c.obj.GetUID()}
+	if err := r.settings.Poster.Post(ctx, ref, posting.TypeWarning, reason, message); err != nil {
+		c.log.Error(err, "Failed to post an event.")
+	}
+}
+
+func (r *reconciler) newObject() client.Object {
+	obj := r.kind.NewObject().(client.Object)
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetGroupVersionKind(r.gvk)
+	}
+	return obj
+}
+
+// body returns the object as a JSON-like map. Unstructured objects are used
+// as they are (the cache gave us our own copy); typed ones are converted,
+// which serialises them as the API server does for the same Go types.
+func (r *reconciler) body(obj client.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s %s to a map: %w", r.gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	m["apiVersion"], m["kind"] = r.gvk.GroupVersion().String(), r.gvk.Kind
+	return m, nil
+}
+
+// hasStatus reports (and remembers) whether the kind has a status
+// subresource; a failed lookup is retried on the next cycle.
+func (r *reconciler) hasStatus(ctx context.Context) (bool, error) {
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
+	if r.statusKnown != nil {
+		return *r.statusKnown, nil
+	}
+	has, err := r.statusSubresource(ctx)
+	if err != nil {
+		return false, err
+	}
+	r.statusKnown = &has
+	return has, nil
+}
+
+// asAny keeps a nil map from becoming a non-nil interface value.
+func asAny(m map[string]any) any {
+	if m == nil {
+		return nil
+	}
+	return m
+}

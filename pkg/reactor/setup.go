@@ -1,0 +1,189 @@
+// Package reactor is the only wiring into controller-runtime: one
+// controller per registered kind, whose reconciles it turns into Kopf's
+// causes, handler runs and one patch per cycle.
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/posting"
+	"github.com/kopf-go/kopf/pkg/progress"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// Settings are the engine's knobs; zero values mean Kopf's defaults (see
+// Defaults).
+type Settings struct {
+	// Finalizer is the finalizer that blocks deletion while delete
+	// handlers are pending.
+	Finalizer string
+	// Progress stores per-handler progress records.
+	Progress progress.Storage
+	// DiffBase stores the last handled essence.
+	DiffBase diffbase.Storage
+	// DefaultBackoff is the retry delay after arbitrary errors.
+	DefaultBackoff time.Duration
+	// ConsistencyTimeout bounds the wait for the cache to catch up with
+	// this operator's own writes; negative disables the wait.
+	ConsistencyTimeout time.Duration
+	// MaxConcurrentReconciles is how many objects of a kind are processed
+	// at once.
+	MaxConcurrentReconciles int
+	// Clock is the source of time, replaceable in tests.
+	Clock clock.PassiveClock
+	// Poster posts Events about problems users should see; nil: none.
+	Poster *posting.Poster
+}
+
+// Defaults of Settings, equal to Kopf's where Kopf has one.
+const (
+	DefaultFinalizer               = "kopf.zalando.org/KopfFinalizerMarker"
+	DefaultBackoff                 = 60 * time.Second
+	DefaultConsistencyTimeout      = 5 * time.Second
+	DefaultMaxConcurrentReconciles = 16
+)
+
+// WithDefaults fills the zero fields.
+func (s Settings) WithDefaults() Settings {
+	if s.Finalizer == "" {
+		s.Finalizer = DefaultFinalizer
+	}
+	if s.Progress == nil {
+		s.Progress = progress.NewSmart()
+	}
+	if s.DiffBase == nil {
+		s.DiffBase = diffbase.NewAnnotations()
+	}
+	if s.DefaultBackoff == 0 {
+		s.DefaultBackoff = DefaultBackoff
+	}
+	if s.ConsistencyTimeout == 0 {
+		s.ConsistencyTimeout = DefaultConsistencyTimeout
+	}
+	if s.MaxConcurrentReconciles == 0 {
+		s.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if s.Clock == nil {
+		s.Clock = clock.RealClock{}
+	}
+	return s
+}
+
+// Setup adds one controller per registered kind to the manager. Problems of
+// the registration are reported here, all at once.
+func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
+	if err := reg.Validate(); err != nil {
+		return fmt.Errorf("invalid handler registration: %w", err)
+	}
+	s = s.WithDefaults()
+	if s.Poster == nil {
+		s.Poster = &posting.Poster{Client: mgr.GetClient(), Now: s.Clock.Now}
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("create a discovery client: %w", err)
+	}
+	for _, kind := range reg.Kinds {
+		gvk := kind.GVK
+		if gvk.Empty() {
+			gvk, err = apiutil.GVKForObject(kind.NewObject(), mgr.GetScheme())
+			if err != nil {
+				return fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
+			}
+		}
+		r := &reconciler{
+			kind:     kind,
+			gvk:      gvk,
+			settings: s,
+			client:   mgr.GetClient(),
+			memories: newMemories(),
+			statusSubresource: func(ctx context.Context) (bool, error) {
+				return hasStatusSubresource(disco, gvk)
+			},
+		}
+		ctrl, err := controller.New(controllerName(gvk), mgr, controller.Options{
+			Reconciler:              r,
+			MaxConcurrentReconciles: s.MaxConcurrentReconciles,
+		})
+		if err != nil {
+			return fmt.Errorf("create the controller for %s: %w", gvk.Kind, err)
+		}
+		obj := r.newObject()
+		if err := ctrl.Watch(source.Kind[client.Object](mgr.GetCache(), obj, &noticingHandler{memories: r.memories})); err != nil {
+			return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+		}
+	}
+	return nil
+}
+
+func controllerName(gvk schema.GroupVersionKind) string {
+	name := strings.ToLower(gvk.Kind)
+	if gvk.Group != "" {
+		name += "." + gvk.Group
+	}
+	return "kopf-" + name
+}
+
+// hasStatusSubresource asks discovery whether the kind has /status, which
+// decides where results go.
+func hasStatusSubresource(disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
+	list, err := disco.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if err != nil {
+		return false, fmt.Errorf("discover the resources of %s: %w", gvk.GroupVersion(), err)
+	}
+	plural := ""
+	for _, res := range list.APIResources {
+		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") {
+			plural = res.Name
+		}
+	}
+	if plural == "" {
+		return false, fmt.Errorf("discover the resource of kind %s in %s: not served", gvk.Kind, gvk.GroupVersion())
+	}
+	for _, res := range list.APIResources {
+		if res.Name == plural+"/status" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// noticingHandler enqueues objects as controller-runtime's own handler
+// does, and first records whether an object was first seen in the initial
+// listing: that is what makes resume handlers run once per process.
+type noticingHandler struct {
+	handler.EnqueueRequestForObject
+	memories *memories
+}
+
+func (h *noticingHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.Object != nil {
+		key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
+		h.memories.notice(e.Object.GetUID(), key, e.IsInInitialList)
+	}
+	h.EnqueueRequestForObject.Create(ctx, e, q)
+}
+
+// defaults returns the execution defaults for change handlers.
+func (s Settings) defaults() execution.Defaults {
+	return execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: s.DefaultBackoff}
+}

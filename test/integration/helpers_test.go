@@ -1,0 +1,137 @@
+package integration
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kopf-go/kopf/handlers"
+)
+
+// checkLeaks fails the test if goroutines started after this call are
+// still running when the test ends (after its operators have stopped).
+func checkLeaks(t *testing.T) {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		// Cleanups run last-registered-first: this one runs after the
+		// operator's Stop, which was registered later.
+		if err := goleak.Find(ignore, goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
+			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// kex returns the example kind in a fresh registry.
+func kex() (*handlers.Registry, *handlers.Kind[*unstructured.Unstructured]) {
+	reg := handlers.NewRegistry()
+	return reg, handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
+}
+
+// exampleObject returns the example object (examples/obj.yaml) in a namespace.
+func exampleObject(t *testing.T, namespace string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(exampleYAML), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetNamespace(namespace)
+	return obj
+}
+
+const exampleYAML = `
+apiVersion: kopf.dev/v1
+kind: KopfExample
+metadata:
+  name: kopf-example-1
+  labels:
+    somelabel: somevalue
+  annotations:
+    someannotation: somevalue
+spec:
+  duration: 1m
+  field: value
+  items:
+  - item1
+  - item2
+`
+
+func create(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %s: %v", obj.GetName(), err)
+	}
+}
+
+func get(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("kopf.dev/v1")
+	obj.SetKind("KopfExample")
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
+		t.Fatalf("get %s: %v", name, err)
+	}
+	return obj
+}
+
+// eventually polls cond until it returns true, failing the test after the
+// timeout. Tests wait for outcomes; they never assert on durations.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting until %s", what)
+	}
+}
+
+// calls records handler invocations, safe for concurrent use.
+type calls struct {
+	mu    sync.Mutex
+	items []call
+}
+
+type call struct {
+	ID     string
+	Reason handlers.Reason
+	Retry  int
+	Old    any
+	New    any
+	Diff   string
+	At     time.Time
+}
+
+func (c *calls) add(cause *handlers.Cause) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items = append(c.items, call{ID: cause.HandlerID, Reason: cause.Reason, Retry: cause.Retry,
+		Old: cause.Old, New: cause.New, Diff: cause.Diff.String(), At: time.Now()})
+}
+
+func (c *calls) of(id string) []call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []call
+	for _, item := range c.items {
+		if item.ID == id {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+func (c *calls) all() []call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]call(nil), c.items...)
+}

@@ -1,0 +1,28 @@
+// Package integration tests the engine against a real kube-apiserver and
+// etcd (envtest), one control plane for the whole package.
+package integration
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/kopf-go/kopf/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start(testenv.ExampleCRD())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}

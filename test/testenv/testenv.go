@@ -1,0 +1,75 @@
+// Package testenv starts one envtest control plane (a real kube-apiserver
+// and etcd) for a test binary, building the binaries from source first if
+// they are not there yet, and runs operators against it.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Env is a running control plane.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+	env    *envtest.Environment
+}
+
+// Root is the repository's root directory.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Assets returns the directory with kube-apiserver and etcd: the
+// KUBEBUILDER_ASSETS of the environment if set, else what
+// hack/envtest-binaries.sh builds (once) or finds in its cache.
+func Assets() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	cmd := exec.Command(filepath.Join(Root(), "hack", "envtest-binaries.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("build the envtest binaries: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Start starts a control plane with the given CRD files installed.
+func Start(crds ...string) (*Env, error) {
+	assets, err := Assets()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start the control plane: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("create a client: %w", err)
+	}
+	return &Env{Config: cfg, Client: c, env: env}, nil
+}
+
+// Stop stops the control plane.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// ExampleCRD is the path of the KopfExample CRD.
+func ExampleCRD() string { return filepath.Join(Root(), "examples", "crd.yaml") }
