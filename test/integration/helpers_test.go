@@ -2,11 +2,13 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -134,4 +136,30 @@ func (c *calls) all() []call {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]call(nil), c.items...)
+}
+
+// gone reports whether the example object no longer exists.
+func gone(t *testing.T, namespace, name string) bool {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("kopf.dev/v1")
+	obj.SetKind("KopfExample")
+	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("get %s: %v", name, err)
+	}
+	return false
+}
+
+// decodeRecord parses a progress annotation.
+func decodeRecord(t *testing.T, raw string) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		t.Fatalf("progress record %q: %v", raw, err)
+	}
+	return out
 }

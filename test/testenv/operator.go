@@ -29,17 +29,23 @@ type Operator struct {
 }
 
 // StartOperator runs the registry's handlers in a fresh manager that serves
-// only the given namespace, and stops it when the test ends.
-func (e *Env) StartOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options) *Operator {
+// only the given namespace (and cluster-scoped objects), and stops it when
+// the test ends. The tweaks may adjust the manager's options, e.g. to wrap
+// its client.
+func (e *Env) StartOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
 	t.Helper()
 	logs := &Logs{t: t}
 	skip := true
-	mgr, err := manager.New(e.Config, manager.Options{
+	mopts := manager.Options{
 		Logger:     logr.New(logs),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
 		Controller: config.Controller{SkipNameValidation: &skip},
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&mopts)
+	}
+	mgr, err := manager.New(e.Config, mopts)
 	if err != nil {
 		t.Fatalf("create a manager: %v", err)
 	}
