@@ -32,6 +32,10 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 	before := c.obj.GetResourceVersion()
 	conflict, err := r.write(ctx, c)
 	if err != nil {
+		if !c.patch.IsEmpty() {
+			c.mem.unwritten = c.patch
+			c.log.Error(err, "The changes of this cycle could not be written; they are kept and written first in the next cycle.")
+		}
 		return reconcile.Result{}, err
 	}
 	written := c.obj.GetResourceVersion() != before

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // memory is what this process remembers about one object (one uid) between
@@ -20,6 +22,10 @@ type memory struct {
 	// until the cache has it, change handlers wait (up to a deadline).
 	expectedVersion     string
 	consistencyDeadline time.Time
+	// unwritten is a cycle's patch that the API server did not accept (an
+	// API error); it is written before anything else happens, so that
+	// handler outcomes are not lost and handlers do not run twice.
+	unwritten *patch.Patch
 	// oversizedEssence is the last handled essence when it could not be
 	// stored on the object because of its size.
 	oversizedEssence map[string]any

@@ -95,6 +95,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
+	if c.mem.unwritten != nil {
+		log.Info("Writing the changes that the previous cycle could not write.")
+		c.patch, c.mem.unwritten = c.mem.unwritten, nil
+		return r.apply(ctx, c)
+	}
 	if err := r.process(ctx, c, now); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -7,12 +7,18 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// Each operator logs through its own logger; client-go's background
+	// machinery logs nowhere.
+	ctrllog.SetLogger(logr.Discard())
 	var err error
 	env, err = testenv.Start(testenv.ExampleCRD())
 	if err != nil {

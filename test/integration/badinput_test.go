@@ -1,0 +1,266 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/handlers"
+)
+
+// events returns the reasons of the Events about an object.
+func events(t *testing.T, namespace, name string) []string {
+	t.Helper()
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == name {
+			out = append(out, ev.Type+"/"+ev.Reason)
+		}
+	}
+	return out
+}
+
+func hasEvent(t *testing.T, namespace, name, typeAndReason string) bool {
+	for _, e := range events(t, namespace, name) {
+		if e == typeAndReason {
+			return true
+		}
+	}
+	return false
+}
+
+// A progress record that cannot be read (not JSON, or wrong types) is
+// reported once, ignored, and overwritten: the handler runs as if for the
+// first time. Unknown fields in a good record are tolerated.
+func TestMalformedProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		wantCalls   int
+		wantEvent   bool
+	}{
+		{"not JSON", "{not json", 1, true},
+		{"wrong types", `{"retries":"three","success":"yes"}`, 1, true},
+		{"unknown fields", `{"started":"2020-01-01T00:00:00","stopped":"2020-01-01T00:00:01Z","purpose":"create","retries":1,"success":true,"failure":false,"from":"the future"}`, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			ns := env.Namespace(t)
+			reg, kind := kex()
+			var seen calls
+			record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+				seen.add(c)
+				return nil, nil
+			}
+			handlers.OnCreate(kind, "create_a", record)
+			handlers.OnCreate(kind, "create_b", record)
+			obj := exampleObject(t, ns)
+			obj.SetAnnotations(map[string]string{"someannotation": "somevalue", "kopf.zalando.org/create_a": tc.value})
+			create(t, obj)
+			op := env.StartOperator(t, ns, reg, handlers.Options{})
+
+			eventually(t, "creation is handled", func() bool {
+				_, left := get(t, ns, "kopf-example-1").GetAnnotations()["kopf.zalando.org/create_a"]
+				return len(seen.of("create_b")) == 1 && !left
+			})
+			if n := len(seen.of("create_a")); n != tc.wantCalls {
+				t.Errorf("create_a ran %d times, want %d", n, tc.wantCalls)
+			}
+			if got := len(op.Logs.Messages("The progress of handler 'create_a' cannot be read")) > 0; got != tc.wantEvent {
+				t.Errorf("problem logged: %v, want %v", got, tc.wantEvent)
+			}
+			if tc.wantEvent {
+				eventually(t, "a warning event is posted", func() bool { return hasEvent(t, ns, "kopf-example-1", "Warning/InvalidProgress") })
+			}
+		})
+	}
+}
+
+// A last handled configuration that cannot be read stops change handling
+// for the object (there is no telling what changed), with a log line and
+// one Warning Event, without loops; deletion still works, and removing the
+// annotation makes the object new.
+func TestMalformedDiffBase(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	reg, kind := kex()
+	var seen calls
+	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		seen.add(c)
+		return nil, nil
+	}
+	handlers.OnCreate(kind, "create_fn", record)
+	handlers.OnUpdate(kind, "update_fn", record)
+	handlers.OnDelete(kind, "delete_fn", record)
+	obj := exampleObject(t, ns)
+	obj.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `["not", "an", "object"]`})
+	obj.SetFinalizers([]string{finalizer})
+	create(t, obj)
+	op := env.StartOperator(t, ns, reg, handlers.Options{})
+
+	eventually(t, "the problem is posted", func() bool {
+		return hasEvent(t, ns, "kopf-example-1", "Warning/InvalidLastHandledConfiguration")
+	})
+	mergePatch(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`, false)
+	eventually(t, "the change is seen", func() bool {
+		return len(op.Logs.Messages("The last handled configuration cannot be read")) >= 2
+	})
+	if n := len(seen.all()); n != 0 {
+		t.Errorf("%d handler calls with an unreadable diffbase, want none", n)
+	}
+	var warnings int
+	for _, e := range events(t, ns, "kopf-example-1") {
+		if e == "Warning/InvalidLastHandledConfiguration" {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d warning events, want 1 for the same bad value", warnings)
+	}
+
+	mergePatch(t, ns, "kopf-example-1", `{"metadata":{"annotations":{"kopf.zalando.org/last-handled-configuration":null}}}`, false)
+	eventually(t, "the object is handled as new", func() bool { return len(seen.of("create_fn")) == 1 })
+	mergePatch(t, ns, "kopf-example-1", `{"metadata":{"annotations":{"kopf.zalando.org/last-handled-configuration":"{broken"}}}`, false)
+	if err := env.Client.Delete(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the object is deleted", func() bool { return gone(t, ns, "kopf-example-1") })
+	if n := len(seen.of("delete_fn")); n != 1 {
+		t.Errorf("delete_fn ran %d times, want 1", n)
+	}
+}
+
+// An object deleted while its handler runs: the write finds it gone, says
+// so, and nothing fails or loops.
+func TestObjectDeletedDuringHandler(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	reg, kind := kex()
+	var seen calls
+	started, release := make(chan struct{}), make(chan struct{})
+	handlers.OnCreate(kind, "slow_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		seen.add(c)
+		close(started)
+		<-release
+		return map[string]any{"late": true}, nil
+	})
+	op := env.StartOperator(t, ns, reg, handlers.Options{})
+	create(t, exampleObject(t, ns))
+	<-started
+	if err := env.Client.Delete(context.Background(), exampleObject(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the object is gone", func() bool { return gone(t, ns, "kopf-example-1") })
+	close(release)
+	eventually(t, "the skipped write is logged", func() bool {
+		return op.Logs.Count("Patching was skipped: the object does not exist anymore.") == 1
+	})
+	eventually(t, "the deletion is noticed", func() bool {
+		return op.Logs.Count("Deleted, really deleted, and we are notified.") >= 1
+	})
+	if n := len(seen.of("slow_fn")); n != 1 {
+		t.Errorf("slow_fn ran %d times, want 1", n)
+	}
+	if errs := op.Logs.Messages("Reconciler error"); len(errs) != 0 {
+		t.Errorf("reconciler errors: %v", errs)
+	}
+}
+
+// A conflict on the write that adds the finalizer (someone else changed the
+// object) is retried; an API error on a write keeps the cycle's changes and
+// writes them first in the next cycle, so the handler does not run again.
+func TestConflictsAndAPIErrors(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	reg, kind := kex()
+	var seen calls
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		seen.add(c)
+		return map[string]any{"message": "hello"}, nil
+	})
+	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		return nil, nil
+	})
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}, "kopf-example-1", nil)
+	unavailable := apierrors.NewInternalError(errString("the API server is having a bad day"))
+	conflictOnce := once(containing(finalizer), conflict)
+	errorOnce := once(func(_ string, status bool) bool { return status }, unavailable)
+	f := &faults{fail: func(data string, status bool) error {
+		if err := conflictOnce(data, status); err != nil {
+			return err
+		}
+		return errorOnce(data, status)
+	}}
+	op := env.StartOperator(t, ns, reg, handlers.Options{}, f.install)
+	create(t, exampleObject(t, ns))
+
+	eventually(t, "creation is handled", func() bool {
+		obj := get(t, ns, "kopf-example-1")
+		msg, _, _ := unstructured.NestedString(obj.Object, "status", "create_fn", "message")
+		return msg == "hello" && obj.GetAnnotations()["kopf.zalando.org/last-handled-configuration"] != ""
+	})
+	if n := len(seen.of("create_fn")); n != 1 {
+		t.Errorf("create_fn ran %d times, want 1", n)
+	}
+	if len(op.Logs.Messages("The object changed while its finalizer was being updated")) != 1 {
+		t.Error("the finalizer conflict was not logged")
+	}
+	if len(op.Logs.Messages("Writing the changes that the previous cycle could not write.")) != 1 {
+		t.Error("the unwritten changes were not written in the next cycle")
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// An essence too large for the annotations is not written (the API server
+// would refuse the whole write); it is kept in memory, the problem is
+// posted, the handler's result still lands, and nothing loops.
+func TestOversizedDiffBase(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	reg, kind := kex()
+	var seen calls
+	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		seen.add(c)
+		return "done", nil
+	}
+	handlers.OnCreate(kind, "create_fn", record)
+	handlers.OnUpdate(kind, "update_fn", record)
+	obj := exampleObject(t, ns)
+	if err := unstructured.SetNestedField(obj.Object, strings.Repeat("x", 300*1024), "spec", "blob"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, obj)
+	env.StartOperator(t, ns, reg, handlers.Options{})
+
+	eventually(t, "the result lands", func() bool {
+		s, _, _ := unstructured.NestedString(get(t, ns, "kopf-example-1").Object, "status", "create_fn")
+		return s == "done"
+	})
+	eventually(t, "the problem is posted", func() bool {
+		return hasEvent(t, ns, "kopf-example-1", "Warning/LastHandledConfigurationTooLarge")
+	})
+	if _, ok := get(t, ns, "kopf-example-1").GetAnnotations()["kopf.zalando.org/last-handled-configuration"]; ok {
+		t.Error("the oversized diffbase was written")
+	}
+	mergePatch(t, ns, "kopf-example-1", `{"status":{"poke":1}}`, true)
+	mergePatch(t, ns, "kopf-example-1", `{"metadata":{"labels":{"more":"yes"}}}`, false)
+	eventually(t, "the label change is an update", func() bool { return len(seen.of("update_fn")) == 1 })
+	if d := seen.of("update_fn")[0].Diff; d != `(('add', ('metadata', 'labels', 'more'), None, 'yes'),)` {
+		t.Errorf("update diff = %s, want only the new label (the essence in memory is the base)", d)
+	}
+	if n := len(seen.of("create_fn")); n != 1 {
+		t.Errorf("create_fn ran %d times, want 1", n)
+	}
+}

@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// faults wraps the operator's client to inject API failures and stale
+// reads, the things a real cluster does now and then.
+type faults struct {
+	client.Client
+	mu sync.Mutex
+	// fail returns an error for a write, or nil to let it through. It gets
+	// the patch's JSON and whether it goes to /status.
+	fail func(data string, status bool) error
+	// lag makes reads return the object as it was before the operator's
+	// first main patch of it, for this long after that patch.
+	lag   time.Duration
+	stale map[client.ObjectKey]staleRead
+	// inflate makes the resourceVersion reported back after a main patch
+	// one that the cache will never reach.
+	inflate bool
+}
+
+type staleRead struct {
+	obj   client.Object
+	until time.Time
+}
+
+// install makes the manager build its client around the faults.
+func (f *faults) install(o *manager.Options) {
+	o.NewClient = func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+		c, err := client.New(cfg, opts)
+		f.Client = c
+		return f, err
+	}
+}
+
+func (f *faults) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	f.mu.Lock()
+	s, ok := f.stale[key]
+	f.mu.Unlock()
+	if ok && time.Now().Before(s.until) {
+		raw, _ := json.Marshal(s.obj)
+		return json.Unmarshal(raw, obj)
+	}
+	return f.Client.Get(ctx, key, obj, opts...)
+}
+
+func (f *faults) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	data, _ := patch.Data(obj)
+	if err := f.check(string(data), false); err != nil {
+		return err
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	if err := f.Client.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, seen := f.stale[client.ObjectKeyFromObject(obj)]; f.lag > 0 && !seen {
+		if f.stale == nil {
+			f.stale = map[client.ObjectKey]staleRead{}
+		}
+		f.stale[client.ObjectKeyFromObject(obj)] = staleRead{obj: before, until: time.Now().Add(f.lag)}
+	}
+	if f.inflate {
+		obj.SetResourceVersion(obj.GetResourceVersion() + "000000")
+	}
+	return nil
+}
+
+func (f *faults) Status() client.SubResourceWriter {
+	return &faultyStatus{SubResourceWriter: f.Client.Status(), f: f}
+}
+
+func (f *faults) check(data string, status bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail == nil {
+		return nil
+	}
+	return f.fail(data, status)
+}
+
+type faultyStatus struct {
+	client.SubResourceWriter
+	f *faults
+}
+
+func (s *faultyStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	data, _ := patch.Data(obj)
+	if err := s.f.check(string(data), true); err != nil {
+		return err
+	}
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// once returns a failure function that fails the first write matching
+// the condition with err, and lets everything else through.
+func once(match func(data string, status bool) bool, err error) func(string, bool) error {
+	done := false
+	return func(data string, status bool) error {
+		if !done && match(data, status) {
+			done = true
+			return err
+		}
+		return nil
+	}
+}
+
+func containing(s string) func(string, bool) bool {
+	return func(data string, _ bool) bool { return strings.Contains(data, s) }
+}
