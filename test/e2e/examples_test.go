@@ -64,6 +64,8 @@ func TestExamples(t *testing.T) {
 		lines: map[string]int{
 			"And here we are! Creating: map[duration:1m field:value items:[item1 item2]]": 1,
 			"Creation is processed: 1 succeeded; 0 failed.":                               1,
+			// Without delete handlers, nothing needs the finalizer.
+			"Adding the finalizer": 0,
 		},
 		present: []string{"Creation is in progress:"},
 		status:  map[string]any{"create_fn": map[string]any{"message": "hello world"}},
@@ -87,6 +89,7 @@ func TestExamples(t *testing.T) {
 			"Handler 'instant_failure_with_only_a_message' is invoked.":                                 1,
 			"Handler 'instant_failure_with_only_a_message' failed permanently: Fail once and for all.":  1,
 			"Creation is processed: 1 succeeded; 3 failed.":                                             1,
+			"Adding the finalizer": 0,
 		},
 		present:     []string{"Creation is in progress:"},
 		allowErrors: true,

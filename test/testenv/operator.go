@@ -34,6 +34,15 @@ type Operator struct {
 // its client.
 func (e *Env) StartOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
 	t.Helper()
+	op := e.NewOperator(t, namespace, reg, opts, tweaks...)
+	op.Start(t)
+	return op
+}
+
+// NewOperator prepares what StartOperator runs, without starting it, so
+// that a test can add more to the manager first.
+func (e *Env) NewOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
+	t.Helper()
 	logs := &Logs{t: t}
 	skip := true
 	mopts := manager.Options{
@@ -52,11 +61,15 @@ func (e *Env) StartOperator(t testing.TB, namespace string, reg *handlers.Regist
 	if err := handlers.SetupWithManager(mgr, reg, opts); err != nil {
 		t.Fatalf("set up the handlers: %v", err)
 	}
+	return &Operator{Logs: logs, Manager: mgr}
+}
+
+// Start starts the manager; it is stopped when the test ends.
+func (o *Operator) Start(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &Operator{Logs: logs, Manager: mgr, cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { op.Stop(t) })
-	return op
+	o.cancel, o.done = cancel, make(chan error, 1)
+	go func() { o.done <- o.Manager.Start(ctx) }()
+	t.Cleanup(func() { o.Stop(t) })
 }
 
 // Stop stops the manager and waits until it has returned. It is safe to
@@ -152,6 +165,22 @@ func (l *Logs) Messages(substring string) []string {
 	for _, e := range l.entries {
 		if strings.Contains(e.Message, substring) {
 			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// About returns the messages logged about the object with the given name
+// (those carrying it as their "name" value).
+func (l *Logs) About(name string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.entries {
+		for i := 0; i+1 < len(e.Values); i += 2 {
+			if e.Values[i] == "name" && e.Values[i+1] == name {
+				out = append(out, e.Message)
+			}
 		}
 	}
 	return out
