@@ -259,7 +259,7 @@ func checkOrder(t *testing.T, output string, order []string) {
 	for _, s := range order {
 		i := strings.Index(output[at:], s)
 		if i < 0 {
-			t.Errorf("the output lacks %q after %q, or has it too early; want the order %q", s, output[:at][max(0, at-40):], order)
+			t.Errorf("the output lacks %q after the lines before it; want the order %q", s, order)
 			return
 		}
 		at += i + len(s)

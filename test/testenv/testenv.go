@@ -73,3 +73,22 @@ func (e *Env) Stop() error { return e.env.Stop() }
 
 // ExampleCRD is the path of the KopfExample CRD.
 func ExampleCRD() string { return filepath.Join(Root(), "examples", "crd.yaml") }
+
+// KubeconfigFile writes a kubeconfig for an administrator of the control
+// plane into dir and returns its path, for operators run as processes or
+// through a command line.
+func (e *Env) KubeconfigFile(dir string) (string, error) {
+	user, err := e.env.AddUser(envtest.User{Name: "kopf-go-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("add a user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("render the kubeconfig: %w", err)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("write the kubeconfig: %w", err)
+	}
+	return path, nil
+}
