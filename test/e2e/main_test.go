@@ -12,9 +12,6 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kopf-go/kopf/test/testenv"
@@ -59,8 +56,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	code := 1
-	kubeconfig = filepath.Join(tmp, "kubeconfig")
-	if err := writeKubeconfig(env.Config, kubeconfig); err != nil {
+	if kubeconfig, err = env.KubeconfigFile(tmp); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
 		code = m.Run()
@@ -82,24 +78,6 @@ func buildExamples(dir string) error {
 	cmd.Dir = testenv.Root()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the examples: %w\n%s", err, out)
-	}
-	return nil
-}
-
-// writeKubeconfig writes a kubeconfig file with the control plane's
-// address and its admin user's client certificate.
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
-	}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	kc.CurrentContext = "envtest"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("write the kubeconfig: %w", err)
 	}
 	return nil
 }
