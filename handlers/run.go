@@ -99,7 +99,8 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if f.Verbose {
 		level = zapcore.DebugLevel
 	}
-	logger := zap.New(zap.ConsoleEncoder(), zap.Level(level))
+	// Stack traces would point into the engine, not at the handler's error.
+	logger := zap.New(zap.ConsoleEncoder(), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel))
 	ctrl.SetLogger(logger)
 	if !f.Standalone {
 		logger.Info("Peering is not available yet; running standalone.", "peering", f.Peering, "priority", f.Priority)

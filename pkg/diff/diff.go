@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/kopf-go/kopf/pkg/fields"
 )
@@ -130,6 +131,9 @@ func pathRepr(p fields.Path) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
+// valueRepr renders a value as Python's repr does for the same JSON value:
+// None/True/False, quoted strings, [lists] and {maps} (keys sorted, as Go
+// maps have no order), and numbers as JSON writes them.
 func valueRepr(v any) string {
 	switch v := v.(type) {
 	case nil:
@@ -141,6 +145,19 @@ func valueRepr(v any) string {
 			return "True"
 		}
 		return "False"
+	case []any:
+		parts := make([]string, len(v))
+		for i, item := range v {
+			parts[i] = valueRepr(item)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		keys := sortedKeys(v)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = quote(k) + ": " + valueRepr(v[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -149,7 +166,40 @@ func valueRepr(v any) string {
 	return string(raw)
 }
 
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+// quote renders a string as Python's repr does: single quotes unless the
+// string has single quotes and no double ones, with backslash escapes for
+// the quote, the backslash and unprintable characters.
+func quote(s string) string {
+	q := '\''
+	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteRune(q)
+	for _, r := range s {
+		switch {
+		case r == q || r == '\\':
+			b.WriteRune('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < 0x10000:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	b.WriteRune(q)
+	return b.String()
+}
 
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))

@@ -5,12 +5,12 @@ package diffbase
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 	"strings"
 
 	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/pkg/keys"
+	"github.com/kopf-go/kopf/pkg/pyjson"
 )
 
 // essenceStanzas are pruned from an essence when they end up empty.
@@ -47,7 +47,7 @@ func BuildEssence(body map[string]any, extra, ignored []fields.Path) map[string]
 	}
 	fields.PruneEmpty(essence, essenceStanzas...)
 	for _, p := range ignored {
-		fields.Remove(essence, p)
+		fields.RemovePruning(essence, p)
 	}
 	return essence
 }
@@ -76,7 +76,8 @@ func userAnnotations(all map[string]any) map[string]any {
 // custom resources: the top-level fields sorted, then metadata (labels, then
 // annotations, then anything else), then status; nested keys sorted. Python
 // Kopf reads it back as the same value whatever the order; the order only
-// keeps the stored text identical where it can be.
+// keeps the stored text identical where it can be. Strings are escaped as
+// Python's json.dumps does: no HTML escaping, non-ASCII as \u escapes.
 func Encode(essence map[string]any) []byte {
 	var b bytes.Buffer
 	top := sortedKeys(essence)
@@ -117,13 +118,10 @@ func writeOrdered(b *bytes.Buffer, m map[string]any, first ...string) {
 	b.WriteByte('}')
 }
 
-// writeValue relies on encoding/json sorting map keys, and disables HTML
-// escaping, which Python's json.dumps does not do either.
+// writeValue relies on encoding/json sorting map keys; pyjson escapes as
+// Python does.
 func writeValue(b *bytes.Buffer, v any) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)       // essences are JSON-decoded values: they always encode
-	b.Truncate(b.Len() - 1) // Encode appends a newline
+	_ = pyjson.Write(b, v) // essences are JSON-decoded values: they always encode
 }
 
 func writeString(b *bytes.Buffer, s string) { writeValue(b, s) }

@@ -107,7 +107,7 @@ func NewStatus() *Status {
 // Build returns the essence without this storage's field.
 func (s *Status) Build(body map[string]any, extra []fields.Path) map[string]any {
 	essence := BuildEssence(body, extra, s.Ignored)
-	fields.Remove(essence, s.Field)
+	fields.RemovePruning(essence, s.Field)
 	fields.PruneEmpty(essence, essenceStanzas...)
 	return essence
 }

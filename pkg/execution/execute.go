@@ -164,15 +164,24 @@ func safeCall(ctx context.Context, call func(context.Context) (any, error)) (res
 // seconds renders a duration as Kopf prints its seconds: "60", "1.5".
 func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 
-// timedelta renders a duration as Python's timedelta does: "0:00:02.500000".
+// timedelta renders a duration as Python's timedelta does: "0:00:02.500000",
+// "1 day, 0:00:00", "2 days, 1:00:00" (for durations that are not negative).
 func timedelta(d time.Duration) string {
 	us := d.Microseconds()
-	h := us / 3_600_000_000
+	days := us / 86_400_000_000
+	h := us / 3_600_000_000 % 24
 	m := us / 60_000_000 % 60
 	s := us / 1_000_000 % 60
 	frac := us % 1_000_000
-	if frac == 0 {
-		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	out := fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	if frac != 0 {
+		out += fmt.Sprintf(".%06d", frac)
 	}
-	return fmt.Sprintf("%d:%02d:%02d.%06d", h, m, s, frac)
+	switch {
+	case days == 1:
+		out = "1 day, " + out
+	case days > 1:
+		out = fmt.Sprintf("%d days, %s", days, out)
+	}
+	return out
 }

@@ -229,3 +229,24 @@ func PruneEmpty(body map[string]any, paths ...Path) {
 		}
 	}
 }
+
+// RemovePruning deletes the field at the path and then every map on the
+// path that it leaves empty, as Kopf's dicts.remove does, so that removing
+// a field leaves no empty parents behind.
+func RemovePruning(body map[string]any, p Path) {
+	switch len(p) {
+	case 0:
+		return
+	case 1:
+		delete(body, p[0])
+		return
+	}
+	child, ok := body[p[0]].(map[string]any)
+	if !ok {
+		return
+	}
+	RemovePruning(child, p[1:])
+	if len(child) == 0 {
+		delete(body, p[0])
+	}
+}

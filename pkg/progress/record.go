@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/kopf-go/kopf/pkg/pyjson"
 )
 
 // Record is one handler's progress, as persisted.
@@ -47,7 +49,10 @@ func ParseTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("parse timestamp %q: not an ISO 8601 date-time", s)
 }
 
-// MarshalJSON writes the record compactly in Kopf's key order.
+// MarshalJSON writes the record compactly in Kopf's key order, with the
+// string escaping of Python's json.dumps: no HTML escaping, non-ASCII
+// characters as \u escapes. (json.Marshal of a Record re-adds HTML
+// escaping; the storages call MarshalJSON directly.)
 func (r Record) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -57,9 +62,8 @@ func (r Record) MarshalJSON() ([]byte, error) {
 			b.WriteByte(',')
 		}
 		first = false
-		raw, _ := json.Marshal(v) // strings, ints, bools and []string cannot fail
 		b.WriteString(`"` + name + `":`)
-		b.Write(raw)
+		_ = pyjson.Write(&b, v) // strings, ints, bools and []string cannot fail
 	}
 	if r.Started != nil {
 		field("started", FormatTime(*r.Started))

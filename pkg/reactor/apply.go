@@ -203,6 +203,6 @@ func (r *reconciler) guardAnnotationsSize(ctx context.Context, c *cycle) {
 	}
 	r.settings.DiffBase.Forget(c.body, c.patch)
 	c.mem.oversizedEssence = c.essence
-	r.report(ctx, c, "oversized", fmt.Sprint(size), "LastHandledConfigurationTooLarge",
+	r.report(ctx, c, "oversized", fmt.Sprint(size), ReasonDiffBaseTooLarge,
 		fmt.Sprintf("The last handled configuration does not fit into the annotations (%d bytes of annotations, the limit is %d); it is kept in memory only, so after a restart the changes since the last stored one are handled again. A status diffbase storage avoids this.", size, annotationsSizeLimit))
 }

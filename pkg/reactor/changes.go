@@ -29,7 +29,7 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 		if v, ok := fields.Resolve(c.body, fields.Path{"metadata", "annotations"}); ok {
 			raw = fmt.Sprint(v)
 		}
-		r.report(ctx, c, "progress/"+id, raw, "InvalidProgress",
+		r.report(ctx, c, "progress/"+id, raw, ReasonInvalidProgress,
 			fmt.Sprintf("The progress of handler '%s' cannot be read and is ignored; the handler runs as if for the first time: %v", id, err))
 	})
 

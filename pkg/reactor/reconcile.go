@@ -138,7 +138,7 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) error
 	oldEssence, err := s.DiffBase.Fetch(c.body)
 	if err != nil {
 		if !deleting {
-			r.report(ctx, c, "diffbase", fmt.Sprint(err), "InvalidLastHandledConfiguration",
+			r.report(ctx, c, "diffbase", fmt.Sprint(err), ReasonInvalidDiffBase,
 				fmt.Sprintf("The last handled configuration cannot be read, so changes cannot be told apart; no change handlers run until it is fixed or removed (removing it makes the object count as new): %v", err))
 			return nil
 		}

@@ -62,6 +62,13 @@ const (
 	DefaultMaxConcurrentReconciles = 16
 )
 
+// Reasons of the Warning Events about an object's stored state.
+const (
+	ReasonInvalidProgress  = "InvalidProgress"
+	ReasonInvalidDiffBase  = "InvalidLastHandledConfiguration"
+	ReasonDiffBaseTooLarge = "LastHandledConfigurationTooLarge"
+)
+
 // WithDefaults fills the zero fields.
 func (s Settings) WithDefaults() Settings {
 	if s.Finalizer == "" {

@@ -63,15 +63,20 @@ func (r *Registry) Fail(err error) { r.errs = append(r.errs, err) }
 func (r *Registry) Validate() error {
 	errs := append([]error(nil), r.errs...)
 	for _, k := range r.Kinds {
-		seen := map[string]causes.Reason{}
+		type idReason struct {
+			id     string
+			reason causes.Reason
+		}
+		seen := map[idReason]bool{}
 		for _, h := range k.Changing {
 			if h.ID == "" {
 				errs = append(errs, fmt.Errorf("%s: a handler has no id", k.GVK.Kind))
 			}
-			if prev, ok := seen[h.ID]; ok && prev == h.Reason {
+			if key := (idReason{h.ID, h.Reason}); seen[key] {
 				errs = append(errs, fmt.Errorf("%s: handler id %q is registered twice for the same cause", k.GVK.Kind, h.ID))
+			} else {
+				seen[key] = true
 			}
-			seen[h.ID] = h.Reason
 			if (h.Old.IsSet() || h.New.IsSet()) && h.Value.IsSet() {
 				errs = append(errs, fmt.Errorf("%s: handler %q: a value filter cannot be combined with old/new filters", k.GVK.Kind, h.ID))
 			}

@@ -52,9 +52,10 @@ func (h *ChangeHandler) matchWhen(s *Subject) bool {
 	if h.When == nil {
 		return true
 	}
+	// As in Kopf, filters see the whole cause; only the handler's own call
+	// gets the field's values.
 	c := *s.Cause
 	c.HandlerID = h.ID
-	h.narrow(&c)
 	return h.When(s.Obj, &c)
 }
 

@@ -1,0 +1,250 @@
+// Package arch checks the project's layering by parsing the imports of every
+// package under pkg/ and handlers/.
+package arch
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// layers is the allowed order, lowest first: a package may import only
+// packages of lower layers. Packages of one layer are peers and must not
+// import each other. A new package needs a place here.
+var layers = [][]string{
+	{"pkg/fields", "pkg/pyjson"},
+	{"pkg/diff", "pkg/patch"},
+	{"pkg/keys"},
+	{"pkg/progress", "pkg/diffbase", "pkg/causes"},
+	{"pkg/execution"},
+	{"pkg/registry"},
+	{"pkg/posting"},
+	{"pkg/reactor"},
+	{"handlers"},
+}
+
+// pure packages hold logic only: no controller-runtime, no client-go, no
+// goroutines.
+var pure = []string{
+	"pkg/fields", "pkg/pyjson", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
+	"pkg/diffbase", "pkg/causes", "pkg/registry", "pkg/execution",
+}
+
+// controllerRuntimeAllowed are the only packages that may import
+// controller-runtime.
+var controllerRuntimeAllowed = []string{"pkg/reactor", "pkg/posting", "handlers"}
+
+const (
+	controllerRuntime = "sigs.k8s.io/controller-runtime"
+	clientGo          = "k8s.io/client-go"
+)
+
+// pkgInfo is what the checks need to know about one package: its
+// directory relative to the module root, the imports of its non-test files,
+// and where those files start goroutines.
+type pkgInfo struct {
+	Dir        string
+	Imports    []string
+	Goroutines []string
+}
+
+func TestLayering(t *testing.T) {
+	module, root := moduleRoot(t)
+	pkgs := collect(t, root, "pkg", "handlers")
+
+	var dirs []string
+	for _, p := range pkgs {
+		dirs = append(dirs, p.Dir)
+	}
+	// Guard against a vacuous pass (a wrong root finds nothing).
+	for _, must := range []string{"pkg/fields", "pkg/registry", "pkg/reactor", "handlers"} {
+		if !slices.Contains(dirs, must) {
+			t.Fatalf("package %s not found under %s; found %v", must, root, dirs)
+		}
+	}
+	if v := violations(module, pkgs); len(v) > 0 {
+		t.Errorf("layering violations:\n%s", strings.Join(v, "\n"))
+	}
+}
+
+// TestChecksCatchViolations proves that each rule can fail.
+func TestChecksCatchViolations(t *testing.T) {
+	const mod = "example.com/m"
+	pkgs := []pkgInfo{
+		{Dir: "pkg/fields", Imports: []string{"strings", mod + "/pkg/diff"}},
+		{Dir: "pkg/diff", Imports: []string{mod + "/pkg/patch", mod + "/pkg/fields"}},
+		{Dir: "pkg/causes", Imports: []string{controllerRuntime + "/pkg/client", clientGo + "/rest"}, Goroutines: []string{"causes.go:10"}},
+		{Dir: "pkg/posting", Imports: []string{controllerRuntime + "/pkg/client", mod + "/handlers"}},
+		{Dir: "pkg/reactor", Imports: []string{mod + "/pkg/daemons", clientGo + "/discovery"}},
+		{Dir: "pkg/daemons", Imports: []string{controllerRuntime}},
+		{Dir: "handlers", Imports: []string{mod + "/pkg/reactor", mod + "/pkg/fields", controllerRuntime}},
+	}
+	want := []string{
+		"pkg/causes imports k8s.io/client-go/rest: pure packages must not use client-go",
+		"pkg/causes imports sigs.k8s.io/controller-runtime/pkg/client: only pkg/reactor, pkg/posting, handlers may use controller-runtime",
+		"pkg/causes imports sigs.k8s.io/controller-runtime/pkg/client: pure packages must not use controller-runtime",
+		"pkg/causes starts a goroutine at causes.go:10: pure packages must not",
+		"pkg/daemons has no place in the layering: add it to layers in test/arch",
+		"pkg/daemons imports sigs.k8s.io/controller-runtime: only pkg/reactor, pkg/posting, handlers may use controller-runtime",
+		"pkg/diff imports pkg/patch: pkg/patch is not in a lower layer",
+		"pkg/fields imports pkg/diff: pkg/diff is not in a lower layer",
+		"pkg/posting imports handlers: handlers is not in a lower layer",
+		"pkg/posting imports handlers: packages under pkg/ must not import handlers",
+		"pkg/reactor imports pkg/daemons: pkg/daemons has no place in the layering",
+	}
+	got := violations(mod, pkgs)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("violations() -want +got:\n%s", diff)
+	}
+}
+
+// violations applies every rule and returns the breaches, sorted.
+func violations(module string, pkgs []pkgInfo) []string {
+	rank := map[string]int{}
+	for i, layer := range layers {
+		for _, dir := range layer {
+			rank[dir] = i
+		}
+	}
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	for _, p := range pkgs {
+		own, known := rank[p.Dir]
+		if !known {
+			add("%s has no place in the layering: add it to layers in test/arch", p.Dir)
+		}
+		isPure := slices.Contains(pure, p.Dir)
+		for _, imp := range p.Imports {
+			if isUnder(imp, controllerRuntime) {
+				if !slices.Contains(controllerRuntimeAllowed, p.Dir) {
+					add("%s imports %s: only %s may use controller-runtime", p.Dir, imp, strings.Join(controllerRuntimeAllowed, ", "))
+				}
+				if isPure {
+					add("%s imports %s: pure packages must not use controller-runtime", p.Dir, imp)
+				}
+			}
+			if isPure && isUnder(imp, clientGo) {
+				add("%s imports %s: pure packages must not use client-go", p.Dir, imp)
+			}
+			if !isUnder(imp, module) {
+				continue
+			}
+			target := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if strings.HasPrefix(p.Dir, "pkg/") && isUnder(target, "handlers") {
+				add("%s imports %s: packages under pkg/ must not import handlers", p.Dir, target)
+			}
+			theirs, ok := rank[target]
+			switch {
+			case !ok:
+				add("%s imports %s: %s has no place in the layering", p.Dir, target, target)
+			case known && theirs >= own:
+				add("%s imports %s: %s is not in a lower layer", p.Dir, target, target)
+			}
+		}
+		if isPure {
+			for _, at := range p.Goroutines {
+				add("%s starts a goroutine at %s: pure packages must not", p.Dir, at)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func isUnder(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// moduleRoot finds the module's path and root directory from go.mod.
+func moduleRoot(t *testing.T) (string, string) {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+					return strings.TrimSpace(rest), dir
+				}
+			}
+			t.Fatalf("no module line in %s/go.mod", dir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// collect parses the non-test Go files of every package under the given
+// top-level directories.
+func collect(t *testing.T, root string, tops ...string) []pkgInfo {
+	t.Helper()
+	byDir := map[string]*pkgInfo{}
+	fset := token.NewFileSet()
+	for _, top := range tops {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(root, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			p := byDir[rel]
+			if p == nil {
+				p = &pkgInfo{Dir: rel}
+				byDir[rel] = p
+			}
+			for _, imp := range file.Imports {
+				path := strings.Trim(imp.Path.Value, `"`)
+				if !slices.Contains(p.Imports, path) {
+					p.Imports = append(p.Imports, path)
+				}
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				if g, ok := n.(*ast.GoStmt); ok {
+					pos := fset.Position(g.Pos())
+					p.Goroutines = append(p.Goroutines, fmt.Sprintf("%s:%d", filepath.Base(pos.Filename), pos.Line))
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("walk %s: %v", top, err)
+		}
+	}
+	var out []pkgInfo
+	for _, p := range byDir {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b pkgInfo) int { return strings.Compare(a.Dir, b.Dir) })
+	return out
+}
