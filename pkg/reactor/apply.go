@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +48,10 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 	case conflict:
 		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
 	case c.pending && (c.delay > 0 || !written):
+		c.log.V(1).Info(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", seconds(c.delay)))
 		return reconcile.Result{RequeueAfter: max(c.delay, time.Millisecond)}, nil
+	case c.pending:
+		c.log.V(1).Info("Sleeping was skipped because of the patch, 0 seconds left.")
 	}
 	return reconcile.Result{}, nil
 }
@@ -164,6 +168,11 @@ func (r *reconciler) send(ctx context.Context, obj client.Object, body map[strin
 		return fmt.Errorf("patch %s %s: %w", r.gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	return err
+}
+
+// seconds renders a delay as Kopf logs it, to the millisecond: "1.5".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64)
 }
 
 // skipGone turns "the object is gone" into nothing to do.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -145,5 +146,46 @@ func TestOneHandlerPerCycleWithProgress(t *testing.T) {
 	status := get(t, ns, "kopf-example-1").Object["status"]
 	if diff := cmp.Diff(map[string]any{"create_a": map[string]any{"by": "create_a"}, "create_b": map[string]any{"by": "create_b"}}, status); diff != "" {
 		t.Errorf("status -want +got:\n%s", diff)
+	}
+}
+
+// A deletion supersedes an unfinished update: the update's records are
+// purged (with Kopf's log line) and the delete handler runs.
+func TestDeletionSupersedesUpdate(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	reg, kind := kex()
+	var seen calls
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		return nil, nil
+	})
+	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		seen.add(c)
+		return nil, handlers.NewTemporaryError("later", time.Hour)
+	})
+	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		seen.add(c)
+		return nil, nil
+	})
+	op := env.StartOperator(t, ns, reg, handlers.Options{})
+	create(t, exampleObject(t, ns))
+	eventually(t, "creation is handled", func() bool { return op.Logs.Count("Creation is processed: 1 succeeded; 0 failed.") == 1 })
+	mergePatch(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`, false)
+	eventually(t, "the update sleeps", func() bool {
+		_, ok := get(t, ns, "kopf-example-1").GetAnnotations()["kopf.zalando.org/update_fn"]
+		return ok && len(op.Logs.Messages("seconds for the delayed handlers.")) > 0
+	})
+	if err := env.Client.Delete(context.Background(), exampleObject(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the object is gone", func() bool { return gone(t, ns, "kopf-example-1") })
+	if n := op.Logs.Count("Updating is superseded by deletion: 0 succeeded; 0 failed; 1 left to the moment."); n != 1 {
+		t.Errorf("the superseded update was logged %d times, want 1", n)
+	}
+	if n := len(seen.of("update_fn")); n != 1 {
+		t.Errorf("update_fn ran %d times, want 1", n)
+	}
+	if n := len(seen.of("delete_fn")); n != 1 {
+		t.Errorf("delete_fn ran %d times, want 1", n)
 	}
 }
