@@ -1,5 +1,3 @@
-// Package registry holds what an operator registered: handlers per kind,
-// their options and filters, and decides which handlers a cause selects.
 package registry
 
 import (

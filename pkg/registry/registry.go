@@ -1,3 +1,5 @@
+// Package registry holds what an operator registered: handlers per kind,
+// their options and filters, and decides which handlers a cause selects.
 package registry
 
 import (
