@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -50,24 +49,6 @@ func envtestAssets(ctx context.Context, root string) (string, error) {
 		return "", fmt.Errorf("build the envtest binaries: %w", err)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// writeKubeconfig writes a kubeconfig for a user of its own (in
-// system:masters) on the control plane, for the operator process.
-func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
-	user, err := env.AddUser(envtest.User{Name: "demo", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("add a user for the operator: %w", err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", fmt.Errorf("make a kubeconfig for the operator: %w", err)
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", fmt.Errorf("write the kubeconfig: %w", err)
-	}
-	return path, nil
 }
 
 // exampleObject reads examples/obj.yaml.

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 // overallTimeout bounds the demo once the control-plane binaries exist.
@@ -90,7 +92,7 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("make a temporary directory: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	kubeconfig, err := writeKubeconfig(env, tmp)
+	kubeconfig, err := testenv.WriteKubeconfig(env, tmp)
 	if err != nil {
 		return err
 	}
@@ -109,7 +111,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer op.kill()
+	defer op.Kill()
 	defer func() {
 		if err != nil {
 			op.printNew("The operator's output before the failure:")
@@ -178,7 +180,7 @@ func handleOneObject(ctx context.Context, c client.Client, op *operator, root st
 	}
 	fmt.Println("    The object is gone: 01-minimal has no delete handler, so no finalizer held it back.")
 	err = poll(ctx, op, "the operator notices the deletion", func() (bool, error) {
-		return strings.Contains(op.output.String(), "Deleted, really deleted"), nil
+		return strings.Contains(op.Output(), "Deleted, really deleted"), nil
 	})
 	if err != nil {
 		return err
@@ -242,8 +244,8 @@ func poll(ctx context.Context, op *operator, what string, cond func() (bool, err
 		case ok:
 			return nil
 		}
-		if op.exited() {
-			return fmt.Errorf("the operator exited while waiting until %s: %v", what, op.exitError())
+		if op.Exited() {
+			return fmt.Errorf("the operator exited while waiting until %s: %v", what, op.Err())
 		}
 		select {
 		case <-ctx.Done():

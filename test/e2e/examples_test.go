@@ -188,7 +188,7 @@ func runExample(t *testing.T, tc exampleCase) {
 			t.Errorf("the output lacks %q", line)
 		}
 	}
-	checkOrder(t, op.output(), tc.order)
+	checkOrder(t, op.Output(), tc.order)
 	if n := op.count("\tERROR\t"); n > 0 && !tc.allowErrors {
 		t.Errorf("the output has %d error lines, want none", n)
 	}

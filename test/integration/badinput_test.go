@@ -57,12 +57,8 @@ func TestMalformedProgress(t *testing.T) {
 			ns := env.Namespace(t)
 			reg, kind := kex()
 			var seen calls
-			record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-				seen.add(c)
-				return nil, nil
-			}
-			handlers.OnCreate(kind, "create_a", record)
-			handlers.OnCreate(kind, "create_b", record)
+			handlers.OnCreate(kind, "create_a", seen.record)
+			handlers.OnCreate(kind, "create_b", seen.record)
 			obj := exampleObject(t, ns)
 			obj.SetAnnotations(map[string]string{"someannotation": "somevalue", "kopf.zalando.org/create_a": tc.value})
 			create(t, obj)
@@ -94,13 +90,9 @@ func TestMalformedDiffBase(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	}
-	handlers.OnCreate(kind, "create_fn", record)
-	handlers.OnUpdate(kind, "update_fn", record)
-	handlers.OnDelete(kind, "delete_fn", record)
+	handlers.OnCreate(kind, "create_fn", seen.record)
+	handlers.OnUpdate(kind, "update_fn", seen.record)
+	handlers.OnDelete(kind, "delete_fn", seen.record)
 	obj := exampleObject(t, ns)
 	obj.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `["not", "an", "object"]`})
 	obj.SetFinalizers([]string{finalizer})
@@ -187,9 +179,7 @@ func TestConflictsAndAPIErrors(t *testing.T) {
 		seen.add(c)
 		return map[string]any{"message": "hello"}, nil
 	})
-	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		return nil, nil
-	})
+	handlers.OnDelete(kind, "delete_fn", nothing)
 	conflict := apierrors.NewConflict(schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}, "kopf-example-1", nil)
 	unavailable := apierrors.NewInternalError(errString("the API server is having a bad day"))
 	conflictOnce := once(containing(finalizer), conflict)

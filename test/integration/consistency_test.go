@@ -1,11 +1,8 @@
 package integration
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
 )
@@ -37,12 +34,8 @@ func TestConsistencyAfterOwnWrites(t *testing.T) {
 			ns := env.Namespace(t)
 			reg, kind := kex()
 			var seen calls
-			record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-				seen.add(c)
-				return nil, nil
-			}
-			handlers.OnCreate(kind, "create_a", record)
-			handlers.OnCreate(kind, "create_b", record)
+			handlers.OnCreate(kind, "create_a", seen.record)
+			handlers.OnCreate(kind, "create_b", seen.record)
 			f := &faults{lag: 1500 * time.Millisecond}
 			op := env.StartOperator(t, ns, reg, handlers.Options{ConsistencyTimeout: tc.timeout}, f.install)
 			create(t, exampleObject(t, ns))
@@ -62,12 +55,8 @@ func TestConsistencyTimeout(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	}
-	handlers.OnCreate(kind, "create_a", record)
-	handlers.OnCreate(kind, "create_b", record)
+	handlers.OnCreate(kind, "create_a", seen.record)
+	handlers.OnCreate(kind, "create_b", seen.record)
 	f := &faults{inflate: true}
 	op := env.StartOperator(t, ns, reg, handlers.Options{ConsistencyTimeout: 500 * time.Millisecond}, f.install)
 	create(t, exampleObject(t, ns))
@@ -87,13 +76,8 @@ func TestRapidUpdatesLoseNothing(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		return nil, nil
-	})
-	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	})
+	handlers.OnCreate(kind, "create_fn", nothing)
+	handlers.OnUpdate(kind, "update_fn", seen.record)
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 	create(t, exampleObject(t, ns))
 	eventually(t, "creation is handled", func() bool { return op.Logs.Count("Creation is processed: 1 succeeded; 0 failed.") == 1 })

@@ -133,9 +133,7 @@ func TestRetryAndTimeoutLimits(t *testing.T) {
 			ns := env.Namespace(t)
 			reg, kind := kex()
 			var seen calls
-			handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-				return nil, nil
-			})
+			handlers.OnCreate(kind, "create_fn", nothing)
 			handlers.OnUpdate(kind, "fail_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
 				seen.add(c)
 				return nil, errors.New("boom")

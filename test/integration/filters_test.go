@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -17,28 +16,24 @@ func TestFiltersAndStealthMode(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	}
-	handlers.OnCreate(kind, "label_value", record, handlers.Labels{"somelabel": handlers.Equals("somevalue")})
-	handlers.OnCreate(kind, "label_present", record, handlers.Labels{"somelabel": handlers.Present})
-	handlers.OnCreate(kind, "label_absent", record, handlers.Labels{"somelabel": handlers.Absent})
-	handlers.OnCreate(kind, "label_check", record, handlers.Labels{"somelabel": handlers.Check(func(v any) bool { return v == "somevalue" })})
-	handlers.OnCreate(kind, "annotation_value", record, handlers.Annotations{"someannotation": handlers.Equals("somevalue")})
-	handlers.OnCreate(kind, "annotation_mismatch", record, handlers.Annotations{"someannotation": handlers.Equals("other")})
-	handlers.OnCreate(kind, "when_true", record, handlers.When(func(obj *unstructured.Unstructured, c *handlers.Cause) bool { return obj.GetName() == "kopf-example-1" }))
-	handlers.OnCreate(kind, "when_false", record, handlers.When(func(obj *unstructured.Unstructured, c *handlers.Cause) bool { return false }))
-	handlers.OnCreate(kind, "field_value", record, handlers.Field("spec.field"), handlers.Value(handlers.Equals("value")))
-	handlers.OnCreate(kind, "field_other", record, handlers.Field("spec.field"), handlers.Value(handlers.Equals("other")))
-	handlers.OnCreate(kind, "field_present", record, handlers.Field("spec.items"))
-	handlers.OnCreate(kind, "field_absent", record, handlers.Field("spec.nothing"))
-	handlers.OnUpdate(kind, "update_old_new", record, handlers.Field("spec.field"), handlers.Old(handlers.Equals("value")), handlers.New(handlers.Equals("changed")))
-	handlers.OnUpdate(kind, "update_added", record, handlers.Field("spec.extra"), handlers.Old(handlers.Absent), handlers.New(handlers.Present))
+	handlers.OnCreate(kind, "label_value", seen.record, handlers.Labels{"somelabel": handlers.Equals("somevalue")})
+	handlers.OnCreate(kind, "label_present", seen.record, handlers.Labels{"somelabel": handlers.Present})
+	handlers.OnCreate(kind, "label_absent", seen.record, handlers.Labels{"somelabel": handlers.Absent})
+	handlers.OnCreate(kind, "label_check", seen.record, handlers.Labels{"somelabel": handlers.Check(func(v any) bool { return v == "somevalue" })})
+	handlers.OnCreate(kind, "annotation_value", seen.record, handlers.Annotations{"someannotation": handlers.Equals("somevalue")})
+	handlers.OnCreate(kind, "annotation_mismatch", seen.record, handlers.Annotations{"someannotation": handlers.Equals("other")})
+	handlers.OnCreate(kind, "when_true", seen.record, handlers.When(func(obj *unstructured.Unstructured, c *handlers.Cause) bool { return obj.GetName() == "kopf-example-1" }))
+	handlers.OnCreate(kind, "when_false", seen.record, handlers.When(func(obj *unstructured.Unstructured, c *handlers.Cause) bool { return false }))
+	handlers.OnCreate(kind, "field_value", seen.record, handlers.Field("spec.field"), handlers.Value(handlers.Equals("value")))
+	handlers.OnCreate(kind, "field_other", seen.record, handlers.Field("spec.field"), handlers.Value(handlers.Equals("other")))
+	handlers.OnCreate(kind, "field_present", seen.record, handlers.Field("spec.items"))
+	handlers.OnCreate(kind, "field_absent", seen.record, handlers.Field("spec.nothing"))
+	handlers.OnUpdate(kind, "update_old_new", seen.record, handlers.Field("spec.field"), handlers.Old(handlers.Equals("value")), handlers.New(handlers.Equals("changed")))
+	handlers.OnUpdate(kind, "update_added", seen.record, handlers.Field("spec.extra"), handlers.Old(handlers.Absent), handlers.New(handlers.Present))
 	// The stealth object: only labelled objects matter to this handler.
 	stealthReg, stealthKind := kex()
-	handlers.OnCreate(stealthKind, "picky", record, handlers.Labels{"picked": handlers.Equals("yes")})
-	handlers.OnDelete(stealthKind, "picky_delete", record, handlers.Labels{"picked": handlers.Equals("yes")})
+	handlers.OnCreate(stealthKind, "picky", seen.record, handlers.Labels{"picked": handlers.Equals("yes")})
+	handlers.OnDelete(stealthKind, "picky_delete", seen.record, handlers.Labels{"picked": handlers.Equals("yes")})
 
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 	create(t, exampleObject(t, ns))
@@ -87,10 +82,7 @@ func TestStealthObjectStaysUntouched(t *testing.T) {
 	seenVersions := recordVersions(t, ns)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "picky", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	}, handlers.Labels{"picked": handlers.Equals("yes")})
+	handlers.OnCreate(kind, "picky", seen.record, handlers.Labels{"picked": handlers.Equals("yes")})
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 	create(t, exampleObject(t, ns))
 	mergePatch(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`, false)

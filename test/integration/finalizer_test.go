@@ -74,10 +74,7 @@ func TestForeignFinalizersAreKept(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	})
+	handlers.OnDelete(kind, "delete_fn", seen.record)
 	env.StartOperator(t, ns, reg, handlers.Options{})
 
 	obj := exampleObject(t, ns)

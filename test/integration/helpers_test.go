@@ -10,8 +10,8 @@ import (
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kopf-go/kopf/handlers"
@@ -77,12 +77,21 @@ func create(t *testing.T, obj *unstructured.Unstructured) {
 
 func get(t *testing.T, namespace, name string) *unstructured.Unstructured {
 	t.Helper()
+	obj := kexRef(namespace, name)
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %s: %v", name, err)
+	}
+	return obj
+}
+
+// kexRef returns a KopfExample that holds only its name and namespace:
+// what a Get fills in and what a Patch addresses.
+func kexRef(namespace, name string) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("kopf.dev/v1")
 	obj.SetKind("KopfExample")
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
-		t.Fatalf("get %s: %v", name, err)
-	}
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
 	return obj
 }
 
@@ -120,6 +129,20 @@ func (c *calls) add(cause *handlers.Cause) {
 		Old: cause.Old, New: cause.New, Diff: cause.Diff.String(), At: time.Now()})
 }
 
+// record is a change handler that adds its call to c and does nothing
+// else, for tests that only look at which handlers ran and how.
+func (c *calls) record(ctx context.Context, obj *unstructured.Unstructured, cause *handlers.Cause) (any, error) {
+	c.add(cause)
+	return nil, nil
+}
+
+// nothing is a change handler that does nothing: it is there for the
+// engine to run it, or, as a delete handler, to make the engine keep its
+// finalizer on the object.
+func nothing(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	return nil, nil
+}
+
 func (c *calls) of(id string) []call {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,10 +164,8 @@ func (c *calls) all() []call {
 // gone reports whether the example object no longer exists.
 func gone(t *testing.T, namespace, name string) bool {
 	t.Helper()
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion("kopf.dev/v1")
-	obj.SetKind("KopfExample")
-	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, obj)
+	obj := kexRef(namespace, name)
+	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
 		return true
 	}

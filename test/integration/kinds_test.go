@@ -35,14 +35,8 @@ func TestSeveralKindsTypedAndClusterScoped(t *testing.T) {
 		seen.add(c)
 		return nil, nil
 	}, handlers.Labels{"handled": handlers.Present})
-	handlers.OnDelete(cluster, "cluster_delete", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	})
-	handlers.OnCreate(kind, "kex_create", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	})
+	handlers.OnDelete(cluster, "cluster_delete", seen.record)
+	handlers.OnCreate(kind, "kex_create", seen.record)
 	env.StartOperator(t, ns, reg, handlers.Options{})
 
 	cm := &corev1.ConfigMap{
@@ -115,10 +109,7 @@ func TestEmbeddedBesideAnotherController(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	})
+	handlers.OnCreate(kind, "create_fn", seen.record)
 	op := env.NewOperator(t, ns, reg, handlers.Options{})
 	var reconciled atomic.Int32
 	err := ctrl.NewControllerManagedBy(op.Manager).For(&corev1.ConfigMap{}).Named("plain-configmaps").

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/kopf-go/kopf/handlers"
 )
 
@@ -16,9 +14,6 @@ import (
 func handled(t *testing.T, ns string) {
 	t.Helper()
 	reg, kind := kex()
-	nothing := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		return nil, nil
-	}
 	handlers.OnCreate(kind, "create_fn", nothing)
 	handlers.OnDelete(kind, "delete_fn", nothing)
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
@@ -34,15 +29,11 @@ func handled(t *testing.T, ns string) {
 func restarted(t *testing.T, ns string, seen *calls) {
 	t.Helper()
 	reg, kind := kex()
-	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	}
-	handlers.OnResume(kind, "resume_fn", record)
-	handlers.OnResume(kind, "resume_deleted_fn", record, handlers.Deleted())
-	handlers.OnCreate(kind, "create_fn", record)
-	handlers.OnUpdate(kind, "update_fn", record)
-	handlers.OnDelete(kind, "delete_fn", record)
+	handlers.OnResume(kind, "resume_fn", seen.record)
+	handlers.OnResume(kind, "resume_deleted_fn", seen.record, handlers.Deleted())
+	handlers.OnCreate(kind, "create_fn", seen.record)
+	handlers.OnUpdate(kind, "update_fn", seen.record)
+	handlers.OnDelete(kind, "delete_fn", seen.record)
 	env.StartOperator(t, ns, reg, handlers.Options{})
 }
 

@@ -15,11 +15,7 @@ import (
 
 func mergePatch(t *testing.T, namespace, name, patch string, status bool) {
 	t.Helper()
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion("kopf.dev/v1")
-	obj.SetKind("KopfExample")
-	obj.SetNamespace(namespace)
-	obj.SetName(name)
+	obj := kexRef(namespace, name)
 	p := client.RawPatch(types.MergePatchType, []byte(patch))
 	var err error
 	if status {
@@ -40,13 +36,9 @@ func TestUpdateDiffAndNoOp(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	}
-	handlers.OnCreate(kind, "create_fn", record)
-	handlers.OnUpdate(kind, "update_fn", record)
-	handlers.OnField(kind, "field_fn", "spec.field", record)
+	handlers.OnCreate(kind, "create_fn", seen.record)
+	handlers.OnUpdate(kind, "update_fn", seen.record)
+	handlers.OnField(kind, "field_fn", "spec.field", seen.record)
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 
 	create(t, exampleObject(t, ns))
@@ -156,17 +148,12 @@ func TestDeletionSupersedesUpdate(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		return nil, nil
-	})
+	handlers.OnCreate(kind, "create_fn", nothing)
 	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
 		seen.add(c)
 		return nil, handlers.NewTemporaryError("later", time.Hour)
 	})
-	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		seen.add(c)
-		return nil, nil
-	})
+	handlers.OnDelete(kind, "delete_fn", seen.record)
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 	create(t, exampleObject(t, ns))
 	eventually(t, "creation is handled", func() bool { return op.Logs.Count("Creation is processed: 1 succeeded; 0 failed.") == 1 })

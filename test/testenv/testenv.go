@@ -1,6 +1,7 @@
 // Package testenv starts one envtest control plane (a real kube-apiserver
 // and etcd) for a test binary, building the binaries from source first if
-// they are not there yet, and runs operators against it.
+// they are not there yet, and runs operators against it, in the test's
+// process or as child processes.
 package testenv
 
 import (
@@ -77,8 +78,14 @@ func ExampleCRD() string { return filepath.Join(Root(), "examples", "crd.yaml") 
 // KubeconfigFile writes a kubeconfig for an administrator of the control
 // plane into dir and returns its path, for operators run as processes or
 // through a command line.
-func (e *Env) KubeconfigFile(dir string) (string, error) {
-	user, err := e.env.AddUser(envtest.User{Name: "kopf-go-admin", Groups: []string{"system:masters"}}, nil)
+func (e *Env) KubeconfigFile(dir string) (string, error) { return WriteKubeconfig(e.env, dir) }
+
+// WriteKubeconfig writes a kubeconfig for an administrator (a user of its
+// own, in system:masters) of a running envtest control plane into dir and
+// returns its path. It serves Env and programs that run envtest
+// themselves, such as the demo.
+func WriteKubeconfig(env *envtest.Environment, dir string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "kopf-go-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return "", fmt.Errorf("add a user: %w", err)
 	}
