@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +38,32 @@ func hasEvent(t *testing.T, namespace, name, typeAndReason string) bool {
 		}
 	}
 	return false
+}
+
+// checkEventFields asserts that the Event carries Kopf's fields.
+func checkEventFields(t *testing.T, namespace, name, reason string) {
+	t.Helper()
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	obj := get(t, namespace, name)
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name != name || ev.Reason != reason {
+			continue
+		}
+		got := []string{ev.GenerateName, ev.Source.Component, ev.ReportingController, ev.ReportingInstance,
+			ev.InvolvedObject.APIVersion, ev.InvolvedObject.Kind, ev.InvolvedObject.Namespace, string(ev.InvolvedObject.UID), ev.Type}
+		want := []string{"kopf-event-", "kopf", "kopf", "dev", "kopf.dev/v1", "KopfExample", namespace, string(obj.GetUID()), "Warning"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("event fields -want +got:\n%s", diff)
+		}
+		if ev.Message == "" || ev.EventTime.IsZero() || ev.FirstTimestamp.IsZero() {
+			t.Errorf("event %+v lacks a message or times", ev)
+		}
+		return
+	}
+	t.Errorf("no %s event about %s", reason, name)
 }
 
 // A progress record that cannot be read (not JSON, or wrong types) is
@@ -109,6 +136,7 @@ func TestMalformedDiffBase(t *testing.T) {
 	if n := len(seen.all()); n != 0 {
 		t.Errorf("%d handler calls with an unreadable diffbase, want none", n)
 	}
+	checkEventFields(t, ns, "kopf-example-1", "InvalidLastHandledConfiguration")
 	var warnings int
 	for _, e := range events(t, ns, "kopf-example-1") {
 		if e == "Warning/InvalidLastHandledConfiguration" {
