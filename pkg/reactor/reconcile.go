@@ -100,9 +100,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.patch, c.mem.unwritten = c.mem.unwritten, nil
 		return r.apply(ctx, c)
 	}
-	if err := r.process(ctx, c, now); err != nil {
-		return reconcile.Result{}, err
-	}
+	r.process(ctx, c, now)
 	return r.apply(ctx, c)
 }
 
@@ -128,7 +126,7 @@ func (r *reconciler) consistencyWait(c *cycle, now time.Time) time.Duration {
 
 // process decides the cause and runs what it calls for, filling the cycle's
 // patch and finalizer decision.
-func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) error {
+func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 	s := r.settings
 	deleting := c.obj.GetDeletionTimestamp() != nil
 	finalized := slices.Contains(c.obj.GetFinalizers(), s.Finalizer)
@@ -140,7 +138,7 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) error
 		if !deleting {
 			r.report(ctx, c, "diffbase", fmt.Sprint(err), ReasonInvalidDiffBase,
 				fmt.Sprintf("The last handled configuration cannot be read, so changes cannot be told apart; no change handlers run until it is fixed or removed (removing it makes the object count as new): %v", err))
-			return nil
+			return
 		}
 		oldEssence = nil // deletion does not need it
 	}
@@ -160,7 +158,7 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) error
 	})
 	if reason == causes.Free {
 		c.log.V(1).Info("Deletion, but we are done with it, and we do not care.")
-		return nil
+		return
 	}
 
 	subject := &registry.Subject{
@@ -179,11 +177,11 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) error
 	case required && !finalized && !deleting:
 		c.log.V(1).Info("Adding the finalizer, thus preventing the actual deletion.")
 		c.finalizer = addFinalizer
-		return nil
+		return
 	case !required && finalized:
 		c.log.V(1).Info("Removing the finalizer, as there are no handlers requiring it.")
 		c.finalizer = removeFinalizer
-		return nil
+		return
 	}
 	if visible {
 		switch {
@@ -197,7 +195,6 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) error
 		c.log.V(1).Info("Removing the finalizer, thus allowing the actual deletion.")
 		c.finalizer = removeFinalizer
 	}
-	return nil
 }
 
 // report logs a problem with the object's stored state and, the first time
