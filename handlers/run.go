@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -109,9 +110,13 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return err
 	}
+	// The runner's manager serves no metrics, so its controllers' names need
+	// not be unique in the process: Run may run again, e.g. in tests.
+	skipNameValidation := true
 	mopts := manager.Options{
-		Logger:  logger,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Logger:     logger,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skipNameValidation},
 	}
 	if len(f.Namespaces) > 0 {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}

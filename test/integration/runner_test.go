@@ -42,6 +42,12 @@ func TestStandaloneRunner(t *testing.T) {
 	create(t, exampleObject(t, other))
 	create(t, exampleObject(t, ns))
 	eventually(t, "the served namespace is handled", func() bool {
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("the runner stopped early: %v", err)
+		default:
+		}
 		got, _, _ := unstructured.NestedString(get(t, ns, "kopf-example-1").Object, "status", "create_fn", "namespace")
 		return got == ns
 	})
