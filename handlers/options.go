@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/pkg/registry"
 )
@@ -18,6 +19,18 @@ import (
 type CreateOption interface {
 	applyChange(*registry.ChangeHandler)
 	create()
+}
+
+// DaemonOption configures a Daemon.
+type DaemonOption interface {
+	applySpawn(*registry.SpawnHandler)
+	daemon()
+}
+
+// TimerOption configures a Timer.
+type TimerOption interface {
+	applySpawn(*registry.SpawnHandler)
+	timer()
 }
 
 // UpdateOption configures an OnUpdate handler.
@@ -44,47 +57,58 @@ type FieldOption interface {
 	field()
 }
 
-// Option is an option of every change handler.
-type Option func(*registry.ChangeHandler)
+// Option is an option of every handler: change handlers, daemons and
+// timers.
+type Option func(*execution.Handler, *registry.Filters)
 
-func (o Option) applyChange(h *registry.ChangeHandler) { o(h) }
+func (o Option) applyChange(h *registry.ChangeHandler) { o(&h.Handler, &h.Filters) }
+func (o Option) applySpawn(h *registry.SpawnHandler)   { o(&h.Handler, &h.Filters) }
 func (Option) create()                                 {}
 func (Option) update()                                 {}
 func (Option) delete()                                 {}
 func (Option) resume()                                 {}
 func (Option) field()                                  {}
+func (Option) daemon()                                 {}
+func (Option) timer()                                  {}
 
 // Retries limits the attempts of a handler (in total, as in Kopf: 3 means
 // the handler is called at most three times). Zero: no limit.
-func Retries(n int) Option { return func(h *registry.ChangeHandler) { h.Retries = n } }
+func Retries(n int) Option { return func(h *execution.Handler, _ *registry.Filters) { h.Retries = n } }
 
 // Backoff is the delay before retrying after an arbitrary error (default:
 // Options.DefaultBackoff, 60 s).
-func Backoff(d time.Duration) Option { return func(h *registry.ChangeHandler) { h.Backoff = &d } }
+func Backoff(d time.Duration) Option {
+	return func(h *execution.Handler, _ *registry.Filters) { h.Backoff = &d }
+}
 
 // Timeout limits the time since the first attempt; after it the handler
 // fails. It is also the deadline of the handler's context.
-func Timeout(d time.Duration) Option { return func(h *registry.ChangeHandler) { h.Timeout = d } }
+func Timeout(d time.Duration) Option {
+	return func(h *execution.Handler, _ *registry.Filters) { h.Timeout = d }
+}
 
 // Errors sets what arbitrary errors mean for the handler.
-func Errors(mode ErrorsMode) Option { return func(h *registry.ChangeHandler) { h.Errors = mode } }
+func Errors(mode ErrorsMode) Option {
+	return func(h *execution.Handler, _ *registry.Filters) { h.Errors = mode }
+}
 
 // Field makes the handler care about one field (dotted, e.g. "spec.field"):
 // it runs only when the field is present in the old or new state (or
 // matches Value), sees the field's old/new values and diff, and its id gets
 // the suffix "/<field>". The field joins the essence even under status.
 func Field(path string) Option {
-	return func(h *registry.ChangeHandler) { h.Field = fields.Parse(path) }
+	return func(_ *execution.Handler, f *registry.Filters) { f.Field = fields.Parse(path) }
 }
 
 // Value filters the Field's value: Equals(v), Present, Absent or Check(fn).
-func Value(f Filter) Option { return func(h *registry.ChangeHandler) { h.Value = f } }
+// Daemons and timers test the object's current value.
+func Value(v Filter) Option { return func(_ *execution.Handler, f *registry.Filters) { f.Value = v } }
 
 // When runs the handler only if fn returns true; it is evaluated after all
 // other filters. T must be the kind's object type.
 func When[T client.Object](fn func(obj T, c *Cause) bool) Option {
-	return func(h *registry.ChangeHandler) {
-		h.When = func(obj registry.Object, c *causes.Cause) bool {
+	return func(_ *execution.Handler, f *registry.Filters) {
+		f.When = func(obj registry.Object, c *causes.Cause) bool {
 			typed, ok := obj.(T)
 			return ok && fn(typed, c)
 		}
@@ -95,6 +119,9 @@ func When[T client.Object](fn func(obj T, c *Cause) bool) Option {
 type Labels map[string]Filter
 
 func (l Labels) applyChange(h *registry.ChangeHandler) { h.Labels = l }
+func (l Labels) applySpawn(h *registry.SpawnHandler)   { h.Labels = l }
+func (Labels) daemon()                                 {}
+func (Labels) timer()                                  {}
 func (Labels) create()                                 {}
 func (Labels) update()                                 {}
 func (Labels) delete()                                 {}
@@ -105,6 +132,9 @@ func (Labels) field()                                  {}
 type Annotations map[string]Filter
 
 func (a Annotations) applyChange(h *registry.ChangeHandler) { h.Annotations = a }
+func (a Annotations) applySpawn(h *registry.SpawnHandler)   { h.Annotations = a }
+func (Annotations) daemon()                                 {}
+func (Annotations) timer()                                  {}
 func (Annotations) create()                                 {}
 func (Annotations) update()                                 {}
 func (Annotations) delete()                                 {}

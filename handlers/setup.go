@@ -34,8 +34,16 @@ type Options struct {
 	// MaxConcurrentReconciles is how many objects of one kind are handled
 	// at once. Default 16.
 	MaxConcurrentReconciles int
+	// ShutdownGrace is how long the operator's stop waits for daemons,
+	// timers and handlers before it gives up on them, saying which. Default
+	// 20 s; keep it below the manager's GracefulShutdownTimeout (30 s by
+	// default), which the standalone runner sets accordingly.
+	ShutdownGrace time.Duration
+	// ReportInterval is how often the stopping operator logs what it still
+	// waits for. Default 5 s.
+	ReportInterval time.Duration
 	// Clock replaces the real clock, for tests.
-	Clock clock.PassiveClock
+	Clock clock.WithTicker
 }
 
 func (o Options) settings() reactor.Settings {
@@ -47,6 +55,8 @@ func (o Options) settings() reactor.Settings {
 		ConsistencyTimeout:      o.ConsistencyTimeout,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Clock:                   o.Clock,
+		ShutdownGrace:           o.ShutdownGrace,
+		ReportInterval:          o.ReportInterval,
 	}
 }
 

@@ -6,9 +6,19 @@ package causes
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/pkg/patch"
 )
+
+// Object is a Kubernetes object, typed or unstructured (the same method set
+// as controller-runtime's client.Object, without depending on it).
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
 
 // Reason is why a cycle happens. The first four select change handlers;
 // the others only explain why nothing runs.

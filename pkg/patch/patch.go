@@ -6,6 +6,7 @@ package patch
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/kopf-go/kopf/pkg/fields"
 )
@@ -105,3 +106,19 @@ func (p *Patch) MarshalJSON() ([]byte, error) {
 
 // Clear empties the patch, e.g. after it was applied.
 func (p *Patch) Clear() { p.body = map[string]any{} }
+
+// SetResult puts a handler's result into status.<id>: a map is merged into
+// what is there, anything else replaces it. Results that do not encode as
+// JSON are refused.
+func (p *Patch) SetResult(id string, result any) error {
+	value, err := fields.Normalize(result)
+	if err != nil {
+		return fmt.Errorf("store the result of %s: %w", id, err)
+	}
+	if m, ok := value.(map[string]any); ok {
+		p.MergeStatus(id, m)
+		return nil
+	}
+	p.SetStatus(id, value)
+	return nil
+}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // annotationsSizeLimit is the API server's limit on all annotations of one
@@ -47,6 +49,10 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 	switch {
 	case conflict:
 		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+	case len(c.blocking) > 0:
+		// Daemons that exit ask for a reconcile themselves; this is the
+		// slow re-check of those that do not.
+		return reconcile.Result{RequeueAfter: c.polling}, nil
 	case c.pending && (c.delay > 0 || !written):
 		c.log.V(1).Info(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", seconds(c.delay)))
 		return reconcile.Result{RequeueAfter: max(c.delay, time.Millisecond)}, nil
@@ -61,13 +67,9 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 // against the freshest object known, guarded by its resourceVersion. It
 // reports a conflict on the finalizer, after writing the rest anyway.
 func (r *reconciler) write(ctx context.Context, c *cycle) (conflict bool, err error) {
-	withStatus, err := r.hasStatus(ctx)
+	main, status, err := r.split(ctx, c.patch)
 	if err != nil {
 		return false, err
-	}
-	main, status := c.patch.Body(), map[string]any(nil)
-	if withStatus {
-		main, status = c.patch.Split()
 	}
 	if status != nil {
 		if err := r.send(ctx, c.obj, status, true); err != nil {
@@ -90,6 +92,21 @@ func (r *reconciler) write(ctx context.Context, c *cycle) (conflict bool, err er
 		return true, skipGone(c, r.send(ctx, c.obj, rest, false))
 	}
 	return false, skipGone(c, err)
+}
+
+// split divides a patch into what goes to /status and what goes to the
+// object itself; without a status subresource, everything goes to the
+// object.
+func (r *reconciler) split(ctx context.Context, p *patch.Patch) (main, status map[string]any, err error) {
+	withStatus, err := r.hasStatus(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !withStatus {
+		return p.Body(), nil, nil
+	}
+	main, status = p.Split()
+	return main, status, nil
 }
 
 // withFinalizer adds the finalizer list and a resourceVersion precondition

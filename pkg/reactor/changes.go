@@ -130,26 +130,16 @@ func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry
 
 	obj := c.obj.DeepCopyObject().(registry.Object)
 	hctx := logr.NewContext(ctx, c.log)
+	// The operator's stop waits for the handler, and names it while it does.
+	done := r.sup.Track(fmt.Sprintf("%s of %s", h.Handler, c.ref()))
 	outcome := execution.Execute(hctx, h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
 		return h.Fn(ctx, obj, &cause)
 	})
+	done()
 	state.Handlers[id] = hs.WithOutcome(outcome, r.settings.Clock.Now())
 	if outcome.Err == nil && outcome.Result != nil {
-		r.deliverResult(c, id, outcome.Result)
+		if err := c.patch.SetResult(id, outcome.Result); err != nil {
+			c.log.Error(err, fmt.Sprintf("The result of handler '%s' cannot be stored: it does not encode as JSON.", id))
+		}
 	}
-}
-
-// deliverResult puts a handler's result into status.<id>: a map is merged
-// into what is there, anything else replaces it.
-func (r *reconciler) deliverResult(c *cycle, id string, result any) {
-	value, err := fields.Normalize(result)
-	if err != nil {
-		c.log.Error(err, fmt.Sprintf("The result of handler '%s' cannot be stored: it does not encode as JSON.", id))
-		return
-	}
-	if m, ok := value.(map[string]any); ok {
-		c.patch.MergeStatus(id, m)
-		return
-	}
-	c.patch.SetStatus(id, value)
 }

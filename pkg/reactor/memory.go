@@ -75,14 +75,17 @@ func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing
 	return mem
 }
 
-// forget drops the memory of an object that no longer exists.
-func (m *memories) forget(key types.NamespacedName) {
+// forget drops the memory of an object that no longer exists, and returns
+// the uid it had (empty if it was not remembered).
+func (m *memories) forget(key types.NamespacedName) types.UID {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if uid, ok := m.byKey[key]; ok {
+	uid, ok := m.byKey[key]
+	if ok {
 		delete(m.byUID, uid)
 		delete(m.byKey, key)
 	}
+	return uid
 }
 
 // size is the number of remembered objects.

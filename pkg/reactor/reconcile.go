@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/pkg/posting"
@@ -29,6 +31,9 @@ type reconciler struct {
 	settings Settings
 	client   client.Client
 	memories *memories
+	sup      *daemons.Supervisor
+	// events carries the daemons' requests for reconciles.
+	events chan event.GenericEvent
 
 	statusSubresource func(context.Context) (bool, error)
 	statusMu          sync.Mutex
@@ -55,8 +60,13 @@ type cycle struct {
 	// pending: a change handler is not finished; delay: when it is due.
 	pending bool
 	delay   time.Duration
-	// essence is the new last handled essence, if this cycle stores one.
-	essence map[string]any
+	// newEssence is the object's essence now; essence is the new last
+	// handled essence, if this cycle stores one.
+	newEssence map[string]any
+	essence    map[string]any
+	// blocking are the daemons that must exit before the object may go.
+	blocking []string
+	polling  time.Duration
 }
 
 // Reconcile runs one processing cycle of one object: detect the cause,
@@ -67,7 +77,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	obj := r.newObject()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.memories.forget(req.NamespacedName)
+			if uid := r.memories.forget(req.NamespacedName); uid != "" {
+				r.sup.Gone(uid)
+			}
 			log.V(1).Info("Deleted, really deleted, and we are notified.")
 			return reconcile.Result{}, nil
 		}
@@ -85,6 +97,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		patch: patch.New(),
 	}
 	now := r.settings.Clock.Now()
+	c.newEssence = r.settings.DiffBase.Build(body, r.kind.ExtraFields())
+	r.settings.Progress.Clear(c.newEssence)
+
+	// Daemons and timers follow every state of the object, consistent or
+	// not: they read the latest object themselves.
+	r.syncDaemons(c)
 
 	// The cache may not have this operator's last write yet; handlers must
 	// not run twice on the body from before it. Wait for the watch to bring
@@ -131,8 +149,7 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 	deleting := c.obj.GetDeletionTimestamp() != nil
 	finalized := slices.Contains(c.obj.GetFinalizers(), s.Finalizer)
 
-	newEssence := s.DiffBase.Build(c.body, r.kind.ExtraFields())
-	s.Progress.Clear(newEssence)
+	newEssence := c.newEssence
 	oldEssence, err := s.DiffBase.Fetch(c.body)
 	if err != nil {
 		if !deleting {
@@ -172,7 +189,7 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 	// An object that no change handler could care about is left alone: no
 	// state, no finalizer, no log lines ("stealth mode").
 	visible := r.kind.Prematch(subject)
-	required := visible && r.kind.RequiresFinalizer(subject)
+	required := visible && r.kind.RequiresFinalizer(subject) || r.daemonsRequireFinalizer(c)
 	switch {
 	case required && !finalized && !deleting:
 		c.log.V(1).Info("Adding the finalizer, thus preventing the actual deletion.")
@@ -191,7 +208,10 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 			c.log.V(1).Info("Something has changed, but we are not interested (the essence is the same).")
 		}
 	}
-	if deleting && finalized && !c.pending {
+	if deleting {
+		r.stopDaemons(c)
+	}
+	if deleting && finalized && !c.pending && len(c.blocking) == 0 {
 		c.log.V(1).Info("Removing the finalizer, thus allowing the actual deletion.")
 		c.finalizer = removeFinalizer
 	}

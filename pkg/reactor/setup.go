@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/posting"
@@ -49,10 +50,17 @@ type Settings struct {
 	// at once.
 	MaxConcurrentReconciles int
 	// Clock is the source of time, replaceable in tests.
-	Clock clock.PassiveClock
+	Clock clock.WithTicker
 	// Poster posts Events about problems users should see; nil: none.
 	Poster *posting.Poster
+	// ShutdownGrace and ReportInterval: see daemons.Settings.
+	ShutdownGrace  time.Duration
+	ReportInterval time.Duration
 }
+
+// enqueueBuffer is how many reconcile requests of daemons may wait for the
+// controller to take them.
+const enqueueBuffer = 1024
 
 // Defaults of Settings, equal to Kopf's where Kopf has one.
 const (
@@ -109,6 +117,16 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 	if err != nil {
 		return fmt.Errorf("create a discovery client: %w", err)
 	}
+	sup := daemons.New(daemons.Settings{
+		ShutdownGrace:  s.ShutdownGrace,
+		ReportInterval: s.ReportInterval,
+		DefaultBackoff: s.DefaultBackoff,
+		Clock:          s.Clock,
+		Logger:         mgr.GetLogger().WithName("daemons"),
+	})
+	if err := mgr.Add(sup); err != nil {
+		return fmt.Errorf("add the daemon supervisor: %w", err)
+	}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {
@@ -123,6 +141,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 			settings: s,
 			client:   mgr.GetClient(),
 			memories: newMemories(),
+			sup:      sup,
+			events:   make(chan event.GenericEvent, enqueueBuffer),
 			statusSubresource: func(ctx context.Context) (bool, error) {
 				return hasStatusSubresource(disco, gvk)
 			},
@@ -137,6 +157,11 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		obj := r.newObject()
 		if err := ctrl.Watch(source.Kind[client.Object](mgr.GetCache(), obj, &noticingHandler{memories: r.memories})); err != nil {
 			return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+		}
+		// Daemons ask for reconciles (to release a finalizer, or to spawn
+		// again) through this channel.
+		if err := ctrl.Watch(source.Channel(r.events, &handler.EnqueueRequestForObject{})); err != nil {
+			return fmt.Errorf("watch %s requests of daemons: %w", gvk.Kind, err)
 		}
 	}
 	return nil

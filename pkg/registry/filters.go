@@ -1,19 +1,12 @@
 package registry
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/fields"
 )
 
-// Object is a Kubernetes object, typed or unstructured (the same method set
-// as controller-runtime's client.Object, without depending on it).
-type Object interface {
-	metav1.Object
-	runtime.Object
-}
+// Object is a Kubernetes object, typed or unstructured.
+type Object = causes.Object
 
 type filterKind int
 

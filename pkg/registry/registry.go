@@ -49,6 +49,8 @@ type Kind struct {
 	NewObject func() Object
 	// Changing are the change handlers in registration order.
 	Changing []*ChangeHandler
+	// Spawning are the daemons and timers in registration order.
+	Spawning []*SpawnHandler
 }
 
 // Registry is everything an operator registered.
@@ -89,6 +91,23 @@ func (r *Registry) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: handler %q: retries, timeout and backoff cannot be negative", k.GVK.Kind, h.ID))
 			}
 		}
+		spawned := map[string]bool{}
+		for _, h := range k.Spawning {
+			if h.ID == "" {
+				errs = append(errs, fmt.Errorf("%s: a daemon or timer has no id", k.GVK.Kind))
+			}
+			if spawned[h.ID] {
+				errs = append(errs, fmt.Errorf("%s: daemon or timer id %q is registered twice", k.GVK.Kind, h.ID))
+			}
+			spawned[h.ID] = true
+			if h.Value.IsSet() && len(h.Field) == 0 {
+				errs = append(errs, fmt.Errorf("%s: %s: a value filter needs a field", k.GVK.Kind, h.Handler))
+			}
+			if h.Retries < 0 || h.Timeout < 0 || (h.Backoff != nil && *h.Backoff < 0) || h.Interval < 0 || h.Idle < 0 ||
+				h.CancellationBackoff < 0 || h.CancellationTimeout < 0 || h.CancellationPolling < 0 {
+				errs = append(errs, fmt.Errorf("%s: %s: durations and retries cannot be negative", k.GVK.Kind, h.Handler))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -98,6 +117,11 @@ func (r *Registry) Validate() error {
 func (k *Kind) ExtraFields() []fields.Path {
 	var out []fields.Path
 	for _, h := range k.Changing {
+		if len(h.Field) > 0 {
+			out = append(out, h.Field)
+		}
+	}
+	for _, h := range k.Spawning {
 		if len(h.Field) > 0 {
 			out = append(out, h.Field)
 		}

@@ -1,0 +1,179 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/daemons"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// DaemonCause is what a daemon or timer learns beside its object: its
+// retry count and timing, a patch, and (for daemons) Stopped, StopReason,
+// Sleep and Latest.
+type DaemonCause = daemons.DaemonCause
+
+// DaemonFunc is a daemon or a timer. A non-nil result lands in status.<id>
+// after each call, with the patch. The ctx is cancelled when the daemon
+// must stop; context.Cause(ctx) is a StopReason saying why.
+type DaemonFunc[T client.Object] func(ctx context.Context, obj T, d *DaemonCause) (any, error)
+
+// StopReason says why a daemon or timer stops; errors.Is(context.Cause(ctx),
+// handlers.StopResourceDeleted) tells one reason.
+type StopReason = daemons.StopReason
+
+// The stop reasons, with Kopf's names (DaemonStoppingReason).
+const (
+	StopDone            = daemons.StopDone
+	StopFiltersMismatch = daemons.StopFiltersMismatch
+	StopResourceDeleted = daemons.StopResourceDeleted
+	StopOperatorPausing = daemons.StopOperatorPausing
+	StopOperatorExiting = daemons.StopOperatorExiting
+	StopSignalled       = daemons.StopSignalled
+	StopCancelled       = daemons.StopCancelled
+	StopAbandoned       = daemons.StopAbandoned
+)
+
+// Daemon registers a function that runs for as long as an object exists
+// and matches the filters: one goroutine per object, started when the
+// object appears (or starts to match, or the operator starts), stopped when
+// it is deleted (deletion waits for it, through the finalizer), stops
+// matching, or the operator pauses or exits. A daemon that returns is not
+// started again for that object; one that fails with a temporary error is
+// restarted after the delay.
+func Daemon[T client.Object](k *Kind[T], id string, fn DaemonFunc[T], opts ...DaemonOption) {
+	h := newSpawnHandler(id, "Daemon", daemons.KindDaemon, fn)
+	for _, o := range opts {
+		o.applySpawn(h)
+	}
+	k.addSpawning(h)
+}
+
+// Timer registers a function that is called on a schedule for every object
+// that matches the filters: every Interval (on a fixed grid with Sharp),
+// and/or once the object has not changed for Idle; with neither, once. A
+// timer never overlaps itself, and stops as a daemon does.
+func Timer[T client.Object](k *Kind[T], id string, fn DaemonFunc[T], opts ...TimerOption) {
+	h := newSpawnHandler(id, "Timer", daemons.KindTimer, fn)
+	for _, o := range opts {
+		o.applySpawn(h)
+	}
+	k.addSpawning(h)
+}
+
+// Latest returns a fresh copy of the daemon's object as the cache has it
+// now, typed.
+func Latest[T client.Object](ctx context.Context, d *DaemonCause) (T, error) {
+	var zero T
+	obj, err := d.Latest(ctx)
+	if err != nil {
+		return zero, err
+	}
+	typed, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("the object is a %T, not a %T", obj, zero)
+	}
+	return typed, nil
+}
+
+func newSpawnHandler[T client.Object](id, title string, kind daemons.Kind, fn DaemonFunc[T]) *registry.SpawnHandler {
+	h := &registry.SpawnHandler{}
+	h.ID, h.Title, h.Kind = id, title, kind
+	h.Fn = func(ctx context.Context, obj causes.Object, d *DaemonCause) (any, error) {
+		return fn(ctx, obj.(T), d)
+	}
+	return h
+}
+
+func (k *Kind[T]) addSpawning(h *registry.SpawnHandler) {
+	if len(h.Field) > 0 {
+		h.ID += "/" + h.Field.String()
+	}
+	k.kind.Spawning = append(k.kind.Spawning, h)
+}
+
+// spawnOption is an option of daemons and timers only.
+type spawnOption func(*registry.SpawnHandler)
+
+func (o spawnOption) applySpawn(h *registry.SpawnHandler) { o(h) }
+func (spawnOption) daemon()                               {}
+func (spawnOption) timer()                                {}
+
+// InitialDelay delays a daemon's or timer's first call.
+func InitialDelay(d time.Duration) interface {
+	DaemonOption
+	TimerOption
+} {
+	return spawnOption(func(h *registry.SpawnHandler) {
+		h.InitialDelay = func(causes.Object) time.Duration { return d }
+	})
+}
+
+// InitialDelayFunc computes the first call's delay from the object; T must
+// be the kind's object type.
+func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) interface {
+	DaemonOption
+	TimerOption
+} {
+	return spawnOption(func(h *registry.SpawnHandler) {
+		h.InitialDelay = func(obj causes.Object) time.Duration {
+			if typed, ok := obj.(T); ok {
+				return fn(typed)
+			}
+			return 0
+		}
+	})
+}
+
+// daemonOption is an option of daemons only.
+type daemonOption func(*registry.SpawnHandler)
+
+func (o daemonOption) applySpawn(h *registry.SpawnHandler) { o(h) }
+func (daemonOption) daemon()                               {}
+
+// CancellationBackoff gives a stopping daemon this long to exit on its own
+// (DaemonCause.Stopped is closed) before its context is cancelled. Without
+// it, the context is cancelled at once.
+func CancellationBackoff(d time.Duration) DaemonOption {
+	return daemonOption(func(h *registry.SpawnHandler) { h.CancellationBackoff = d })
+}
+
+// CancellationTimeout gives a cancelled daemon this long to exit before it
+// is abandoned: it keeps running (a goroutine cannot be killed), but no
+// longer holds up the deletion of its object. Without it, the deletion
+// waits for the daemon however long it takes.
+func CancellationTimeout(d time.Duration) DaemonOption {
+	return daemonOption(func(h *registry.SpawnHandler) { h.CancellationTimeout = d })
+}
+
+// CancellationPolling is how often a deletion held up by this daemon is
+// re-checked and logged (default 60 s); the daemon's exit ends the wait
+// at once anyway.
+func CancellationPolling(d time.Duration) DaemonOption {
+	return daemonOption(func(h *registry.SpawnHandler) { h.CancellationPolling = d })
+}
+
+// timerOption is an option of timers only.
+type timerOption func(*registry.SpawnHandler)
+
+func (o timerOption) applySpawn(h *registry.SpawnHandler) { o(h) }
+func (timerOption) timer()                                {}
+
+// Interval is the time between the end of one call and the next.
+func Interval(d time.Duration) TimerOption {
+	return timerOption(func(h *registry.SpawnHandler) { h.Interval = d })
+}
+
+// Sharp keeps the calls on a grid of Interval from the first call, however
+// long each call takes.
+func Sharp() TimerOption { return timerOption(func(h *registry.SpawnHandler) { h.Sharp = true }) }
+
+// Idle waits, before each call, until the object's essence (spec, labels,
+// annotations) has not changed for this long.
+func Idle(d time.Duration) TimerOption {
+	return timerOption(func(h *registry.SpawnHandler) { h.Idle = d })
+}

@@ -1,0 +1,363 @@
+package daemons
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Settings of the supervisor; zero values mean the defaults.
+type Settings struct {
+	// ShutdownGrace is how long the operator's stop waits for daemons,
+	// timers and handlers before it gives up on them and says so.
+	ShutdownGrace time.Duration
+	// ReportInterval is how often, while waiting, the supervisor logs what
+	// it is waiting for.
+	ReportInterval time.Duration
+	// DefaultBackoff is the retry delay after arbitrary errors.
+	DefaultBackoff time.Duration
+	// Clock is the source of time, replaceable in tests.
+	Clock clock.WithTicker
+	// Logger receives the supervisor's own lines (shutdown reports).
+	Logger logr.Logger
+}
+
+// Defaults of Settings.
+const (
+	DefaultShutdownGrace  = 20 * time.Second
+	DefaultReportInterval = 5 * time.Second
+	DefaultBackoff        = 60 * time.Second
+)
+
+// Supervisor owns the daemons and timers of all objects, and tracks the
+// change handlers in flight, so that the operator's stop can wait for all
+// of them and name those that hold it up. It is a manager Runnable: its
+// Start returns when the operator stops and everything has exited (or the
+// grace is over).
+type Supervisor struct {
+	settings Settings
+	clock    clock.WithTicker
+	log      logr.Logger
+	// base is the parent of every daemon's context; it ends only after the
+	// shutdown, for whatever has been abandoned.
+	base       context.Context
+	cancelBase context.CancelFunc
+	wg         sync.WaitGroup
+	// changed wakes the shutdown wait when a task ends.
+	changed chan struct{}
+
+	mu       sync.Mutex
+	objects  map[types.UID]*object
+	inflight map[int]task
+	nextTask int
+	closing  bool
+}
+
+// task is something in flight that the shutdown waits for.
+type task struct {
+	name  string
+	since time.Time
+}
+
+// New returns a supervisor with the settings' defaults filled in.
+func New(s Settings) *Supervisor {
+	if s.ShutdownGrace == 0 {
+		s.ShutdownGrace = DefaultShutdownGrace
+	}
+	if s.ReportInterval == 0 {
+		s.ReportInterval = DefaultReportInterval
+	}
+	if s.DefaultBackoff == 0 {
+		s.DefaultBackoff = DefaultBackoff
+	}
+	if s.Clock == nil {
+		s.Clock = clock.RealClock{}
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Supervisor{
+		settings:   s,
+		clock:      s.Clock,
+		log:        s.Logger,
+		base:       base,
+		cancelBase: cancel,
+		changed:    make(chan struct{}, 1),
+		objects:    map[types.UID]*object{},
+		inflight:   map[int]task{},
+	}
+}
+
+// object is what the supervisor knows of one object.
+type object struct {
+	sup  *Supervisor
+	ref  Ref
+	host Host
+	log  logr.Logger
+	// runners by handler id, including stopping ones until they exit.
+	runners map[string]*runner
+	// foreverStopped are handlers that ended on their own: they are not
+	// spawned again for this object in this process.
+	foreverStopped map[string]bool
+	idleReset      time.Time
+	essence        uint64
+	gone           bool
+}
+
+func (o *object) idleLeft(idle time.Duration) time.Duration {
+	o.sup.mu.Lock()
+	defer o.sup.mu.Unlock()
+	return o.idleReset.Add(idle).Sub(o.sup.clock.Now())
+}
+
+func (o *object) idleResetAfter(t time.Time) bool {
+	o.sup.mu.Lock()
+	defer o.sup.mu.Unlock()
+	return o.idleReset.After(t)
+}
+
+// objectLocked returns the object's entry, creating it (the caller holds mu).
+func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
+	o, ok := s.objects[ref.UID]
+	if !ok {
+		o = &object{sup: s, ref: ref, host: host, log: log, runners: map[string]*runner{},
+			foreverStopped: map[string]bool{}, idleReset: s.clock.Now()}
+		s.objects[ref.UID] = o
+	}
+	o.ref, o.log = ref, log
+	return o
+}
+
+// Sync brings the object's daemons and timers in line with the handlers
+// that match it now: missing ones are spawned (unless they ended on their
+// own before), running ones that no longer match are stopped. The essence
+// fingerprint tells timers with an idle time whether the object changed.
+// Handlers that are still stopping count as running: they are spawned again
+// after they have exited (which triggers another reconcile).
+func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return
+	}
+	o := s.objectLocked(ref, host, log)
+	if essence != o.essence {
+		o.essence = essence
+		o.idleReset = s.clock.Now()
+	}
+	wanted := map[string]bool{}
+	for _, h := range matching {
+		wanted[h.ID] = true
+		if _, running := o.runners[h.ID]; running || o.foreverStopped[h.ID] {
+			continue
+		}
+		s.spawnLocked(o, h)
+	}
+	for id, r := range o.runners {
+		if !wanted[id] {
+			r.stop(StopFiltersMismatch)
+		}
+	}
+}
+
+func (s *Supervisor) spawnLocked(o *object, h Handler) {
+	ctx, cancel := context.WithCancelCause(s.base)
+	r := &runner{
+		sup: s, obj: o, h: h,
+		log:     o.log.WithValues("handler", h.ID),
+		ctx:     ctx,
+		cancel:  cancel,
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	o.runners[h.ID] = r
+	s.wg.Add(1)
+	go r.run()
+}
+
+// Stop asks all daemons and timers of the object to stop for the reason,
+// and returns those that still run and block the object's deletion (not
+// abandoned), with the shortest of their polling intervals.
+func (s *Supervisor) Stop(uid types.UID, reason StopReason) (blocking []string, polling time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objects[uid]
+	if !ok {
+		return nil, 0
+	}
+	for _, r := range o.runners {
+		r.stop(reason)
+		if !r.abandoned {
+			blocking = append(blocking, r.h.Handler.String())
+			if polling == 0 || r.h.polling() < polling {
+				polling = r.h.polling()
+			}
+		}
+	}
+	sort.Strings(blocking)
+	return blocking, polling
+}
+
+// Gone stops everything of an object that no longer exists and forgets the
+// object once its runners have exited.
+func (s *Supervisor) Gone(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objects[uid]
+	if !ok {
+		return
+	}
+	o.gone = true
+	for _, r := range o.runners {
+		r.stop(StopResourceDeleted)
+	}
+	if len(o.runners) == 0 {
+		delete(s.objects, uid)
+	}
+}
+
+// ForeverStopped reports whether the handler ended on its own for this
+// object: it neither runs again nor needs the finalizer.
+func (s *Supervisor) ForeverStopped(uid types.UID, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objects[uid]
+	return ok && o.foreverStopped[id]
+}
+
+// exited is called by a runner's goroutine as it returns.
+func (s *Supervisor) exited(r *runner) {
+	s.mu.Lock()
+	o := r.obj
+	if o.runners[r.h.ID] == r {
+		delete(o.runners, r.h.ID)
+	}
+	if r.reason == 0 {
+		o.foreverStopped[r.h.ID] = true
+	}
+	gone := o.gone
+	if gone && len(o.runners) == 0 {
+		delete(s.objects, o.ref.UID)
+	}
+	closing := s.closing
+	s.mu.Unlock()
+	r.cancel(StopDone)
+	close(r.done)
+	s.notify()
+	// Another cycle decides about the finalizer, or spawns the handler again.
+	if !gone && !closing {
+		o.host.Enqueue(o.ref)
+	}
+}
+
+// Track records a change handler in flight until the returned function
+// is called, so that the operator's stop waits for it and names it.
+func (s *Supervisor) Track(name string) func() {
+	s.mu.Lock()
+	id := s.nextTask
+	s.nextTask++
+	s.inflight[id] = task{name: name, since: s.clock.Now()}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.inflight, id)
+		s.mu.Unlock()
+		s.notify()
+	}
+}
+
+func (s *Supervisor) notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Done is closed when the supervisor has finished its shutdown; a caller
+// that would block on the operator's machinery gives up then.
+func (s *Supervisor) Done() <-chan struct{} { return s.base.Done() }
+
+// isClosing reports whether the operator is stopping.
+func (s *Supervisor) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// NeedLeaderElection keeps the supervisor with the controllers whose
+// reconciles feed it.
+func (s *Supervisor) NeedLeaderElection() bool { return true }
+
+// Start waits until the operator stops; then it stops every daemon and
+// timer (OPERATOR_EXITING) and waits for them and for the change handlers
+// in flight, logging what it waits for every report interval. After the
+// shutdown grace it gives up, logs what it leaves behind (goroutines
+// cannot be killed), and returns.
+func (s *Supervisor) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.mu.Lock()
+	s.closing = true
+	for _, o := range s.objects {
+		for _, r := range o.runners {
+			r.stop(StopOperatorExiting)
+		}
+	}
+	s.mu.Unlock()
+	defer s.cancelBase()
+
+	grace := s.clock.NewTimer(s.settings.ShutdownGrace)
+	defer grace.Stop()
+	report := s.clock.NewTicker(s.settings.ReportInterval)
+	defer report.Stop()
+	allExited := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(allExited)
+	}()
+	exitedAll := false
+	for {
+		if exitedAll && s.pending() == nil {
+			return nil
+		}
+		select {
+		case <-allExited:
+			exitedAll = true
+			allExited = nil
+		case <-s.changed:
+		case <-report.C():
+			if left := s.pending(); len(left) > 0 {
+				s.log.Info(fmt.Sprintf("The operator is stopping; still waiting for %d: %s.", len(left), strings.Join(left, ", ")))
+			}
+		case <-grace.C():
+			left := s.pending()
+			s.log.Error(nil, fmt.Sprintf("The operator stops without waiting any longer (%s); left running, since goroutines cannot be killed: %s.",
+				s.settings.ShutdownGrace, strings.Join(left, ", ")))
+			return nil
+		}
+	}
+}
+
+// pending lists what the shutdown still waits for: running daemons and
+// timers, and change handlers in flight.
+func (s *Supervisor) pending() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var out []string
+	for _, o := range s.objects {
+		for _, r := range o.runners {
+			state := "stopping for " + now.Sub(r.stopSince).Round(time.Millisecond).String() + ": " + r.reason.String()
+			out = append(out, fmt.Sprintf("%s of %s (%s)", r.h.Handler, o.ref, state))
+		}
+	}
+	for _, t := range s.inflight {
+		out = append(out, fmt.Sprintf("%s (running for %s)", t.name, now.Sub(t.since).Round(time.Millisecond)))
+	}
+	sort.Strings(out)
+	return out
+}

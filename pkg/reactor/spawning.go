@@ -1,0 +1,71 @@
+package reactor
+
+import (
+	"fmt"
+	"hash/fnv"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/daemons"
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// ref identifies the cycle's object for the supervisor.
+func (c *cycle) ref() daemons.Ref {
+	return daemons.Ref{UID: c.obj.GetUID(), Namespace: c.obj.GetNamespace(), Name: c.obj.GetName()}
+}
+
+// spawnSubject is what daemon and timer filters look at: the object now.
+func (r *reconciler) spawnSubject(c *cycle) *registry.Subject {
+	return &registry.Subject{
+		Obj:         c.obj,
+		Labels:      c.obj.GetLabels(),
+		Annotations: c.obj.GetAnnotations(),
+		Cause:       &causes.Cause{Body: c.body, Patch: c.patch},
+	}
+}
+
+// syncDaemons spawns the daemons and timers that match the object and
+// stops those that no longer do. Deleted objects are handled by
+// stopDaemons instead.
+func (r *reconciler) syncDaemons(c *cycle) {
+	if len(r.kind.Spawning) == 0 || c.obj.GetDeletionTimestamp() != nil {
+		return
+	}
+	matching := r.kind.MatchSpawning(r.spawnSubject(c))
+	handlers := make([]daemons.Handler, len(matching))
+	for i, h := range matching {
+		handlers[i] = h.Daemon()
+	}
+	var fingerprint uint64
+	if r.kind.HasIdleTimers() {
+		h := fnv.New64a()
+		h.Write(diffbase.Encode(c.newEssence))
+		fingerprint = h.Sum64()
+	}
+	r.sup.Sync(c.ref(), r, c.log, handlers, fingerprint)
+}
+
+// daemonsRequireFinalizer reports whether a daemon or timer that matches
+// the object (and did not end on its own) needs the finalizer, so that the
+// object's deletion waits for it to exit.
+func (r *reconciler) daemonsRequireFinalizer(c *cycle) bool {
+	if len(r.kind.Spawning) == 0 {
+		return false
+	}
+	for _, h := range r.kind.MatchSpawning(r.spawnSubject(c)) {
+		if !r.sup.ForeverStopped(c.obj.GetUID(), h.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopDaemons stops the daemons and timers of a deleted object and notes
+// which still block its deletion, and when to look again.
+func (r *reconciler) stopDaemons(c *cycle) {
+	c.blocking, c.polling = r.sup.Stop(c.obj.GetUID(), daemons.StopResourceDeleted)
+	for _, name := range c.blocking {
+		c.log.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, seconds(c.polling)))
+	}
+}
