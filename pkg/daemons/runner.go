@@ -193,6 +193,9 @@ func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState 
 	outcome := execution.Execute(logr.NewContext(r.ctx, r.log), r.h.Handler, state, now, defaults, func(ctx context.Context) (any, error) {
 		return r.h.Fn(ctx, obj, cause)
 	})
+	if outcome.Cancelled {
+		return state // stopping: the loop ends, nothing is recorded
+	}
 	if outcome.Err == nil && outcome.Result != nil {
 		if err := cause.Patch.SetResult(r.h.ID, outcome.Result); err != nil {
 			r.log.Error(err, fmt.Sprintf("The result of %s cannot be stored.", r.h.Handler))

@@ -47,6 +47,10 @@ type Outcome struct {
 	Delay *time.Duration
 	// Result is what a successful handler returned.
 	Result any
+	// Cancelled: the handler gave up because its context was cancelled
+	// (the operator or the daemon is stopping). It is neither a success nor
+	// a failure: the attempt does not count.
+	Cancelled bool
 }
 
 // Defaults are the settings that apply to handlers that set nothing.
@@ -91,6 +95,10 @@ func Execute(ctx context.Context, h Handler, st *HandlerState, now time.Time, de
 		defer cancel()
 	}
 	result, err := safeCall(callCtx, call)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		log.Info(fmt.Sprintf("%s is cancelled.", h))
+		return Outcome{Cancelled: true, Err: err}
+	}
 	if err == nil {
 		log.Info(fmt.Sprintf("%s succeeded.", h))
 		return Outcome{Final: true, Result: result}

@@ -136,6 +136,9 @@ func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry
 		return h.Fn(ctx, obj, &cause)
 	})
 	done()
+	if outcome.Cancelled {
+		return // the operator is stopping; the handler runs again after the restart
+	}
 	state.Handlers[id] = hs.WithOutcome(outcome, r.settings.Clock.Now())
 	if outcome.Err == nil && outcome.Result != nil {
 		if err := c.patch.SetResult(id, outcome.Result); err != nil {
