@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
@@ -18,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kopf-go/kopf/pkg/daemons"
 )
 
 // Flags are the standalone runner's command line, as Kopf's `kopf run`.
@@ -113,10 +116,18 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	// The runner's manager serves no metrics, so its controllers' names need
 	// not be unique in the process: Run may run again, e.g. in tests.
 	skipNameValidation := true
+	// The manager's own stop deadline comes after the engine's grace, so
+	// that the engine can say what it leaves behind.
+	grace := opts.ShutdownGrace
+	if grace == 0 {
+		grace = daemons.DefaultShutdownGrace
+	}
+	managerGrace := grace + 10*time.Second
 	mopts := manager.Options{
-		Logger:     logger,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: &skipNameValidation},
+		Logger:                  logger,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
+		GracefulShutdownTimeout: &managerGrace,
 	}
 	if len(f.Namespaces) > 0 {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}
