@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/patch"
 )
@@ -18,11 +19,13 @@ const writeTimeout = 30 * time.Second
 // runner is one daemon or timer of one object: one goroutine, plus one
 // more while it is being stopped with a backoff or a timeout.
 type runner struct {
-	sup    *Supervisor
-	obj    *object
-	h      Handler
-	log    logr.Logger
-	ctx    context.Context
+	sup *Supervisor
+	obj *object
+	h   Handler
+	log logr.Logger
+	ctx context.Context
+	// logCtx is ctx with log in it, for the handler.
+	logCtx context.Context
 	cancel context.CancelCauseFunc
 	// stopped is closed when the runner is asked to stop.
 	stopped chan struct{}
@@ -171,16 +174,30 @@ func (r *runner) waitIdle() bool {
 }
 
 // attempt runs the function once on the object's latest state, delivers
-// the result and the function's patch, and returns the next state.
+// the result and the function's patch, and returns the next state. Its
+// frame, like Execute's, stays on the stack while a daemon runs, so the
+// work before and after the call lives in functions of its own.
 func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState {
+	obj, cause, err := r.prepare(state)
+	if err != nil {
+		return r.fetchFailed(state, err)
+	}
+	outcome := execution.Execute(r.logCtx, &r.h.Handler, state, cause.now, r.defaults(), func(ctx context.Context) (any, error) {
+		return r.h.Fn(ctx, obj, cause)
+	})
+	return r.finish(state, cause, outcome)
+}
+
+// prepare reads the object and makes the cause of one attempt.
+//
+//go:noinline
+func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonCause, error) {
 	obj, body, err := r.obj.host.Fetch(r.ctx, r.obj.ref)
 	if err != nil {
-		r.log.Error(err, fmt.Sprintf("%s cannot read its object; trying again later.", r.h.Handler))
-		delay := r.sup.settings.DefaultBackoff
-		return state.WithOutcome(execution.Outcome{Err: err, Delay: &delay}, r.sup.clock.Now())
+		return nil, nil, err
 	}
 	now := r.sup.clock.Now()
-	cause := &DaemonCause{
+	return obj, &DaemonCause{
 		HandlerID: r.h.ID,
 		Retry:     state.Retries,
 		Started:   state.Started,
@@ -188,11 +205,23 @@ func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState 
 		Patch:     patch.New(),
 		Body:      body,
 		r:         r,
-	}
-	defaults := execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: r.sup.settings.DefaultBackoff}
-	outcome := execution.Execute(logr.NewContext(r.ctx, r.log), r.h.Handler, state, now, defaults, func(ctx context.Context) (any, error) {
-		return r.h.Fn(ctx, obj, cause)
-	})
+		now:       now,
+	}, nil
+}
+
+// fetchFailed retries later when the object cannot be read.
+//
+//go:noinline
+func (r *runner) fetchFailed(state *execution.HandlerState, err error) *execution.HandlerState {
+	r.log.Error(err, fmt.Sprintf("%s cannot read its object; trying again later.", r.h.Handler))
+	delay := r.sup.settings.DefaultBackoff
+	return state.WithOutcome(execution.Outcome{Err: err, Delay: &delay}, r.sup.clock.Now())
+}
+
+// finish delivers an attempt's result and patch and advances the state.
+//
+//go:noinline
+func (r *runner) finish(state *execution.HandlerState, cause *DaemonCause, outcome execution.Outcome) *execution.HandlerState {
 	if outcome.Cancelled {
 		return state // stopping: the loop ends, nothing is recorded
 	}
@@ -211,6 +240,10 @@ func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState 
 		cancel()
 	}
 	return state.WithOutcome(outcome, r.sup.clock.Now())
+}
+
+func (r *runner) defaults() execution.Defaults {
+	return execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: r.sup.settings.DefaultBackoff}
 }
 
 // delay is the wait before retrying an unfinished state.

@@ -110,7 +110,8 @@ type DaemonCause struct {
 	// Body is the object as a JSON-like map when the call began; read-only.
 	Body map[string]any
 
-	r *runner
+	r   *runner
+	now time.Time
 }
 
 // Stopped is closed when the daemon is asked to stop (the object is

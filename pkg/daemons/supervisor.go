@@ -167,10 +167,12 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 
 func (s *Supervisor) spawnLocked(o *object, h Handler) {
 	ctx, cancel := context.WithCancelCause(s.base)
+	log := o.log.WithValues("handler", h.ID)
 	r := &runner{
 		sup: s, obj: o, h: h,
-		log:     o.log.WithValues("handler", h.ID),
+		log:     log,
 		ctx:     ctx,
+		logCtx:  logr.NewContext(ctx, log),
 		cancel:  cancel,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),

@@ -64,7 +64,55 @@ type Defaults struct {
 // arbitrary errors. The limits are checked strictly before the attempt and
 // with a look-ahead after a failure, as Kopf does, so "Retries: 3" means
 // three attempts in total.
-func Execute(ctx context.Context, h Handler, st *HandlerState, now time.Time, defaults Defaults, call func(context.Context) (any, error)) Outcome {
+func Execute(ctx context.Context, h *Handler, st *HandlerState, now time.Time, defaults Defaults, call func(context.Context) (any, error)) Outcome {
+	// This frame stays on the stack while a daemon runs for hours, so it is
+	// kept small: the checks and the interpretation live in functions of
+	// their own. (A goroutine's stack shrinks only if little of it is used.)
+	if stop, ok := checkLimits(ctx, h, st, now); !ok {
+		return stop
+	}
+	callCtx, cancel := handlerContext(ctx, h, st)
+	result, err := safeCall(callCtx, call)
+	cancel()
+	return interpret(ctx, h, st, now, defaults, result, err)
+}
+
+// checkLimits logs the invocation and fails the handler before the attempt
+// if its timeout or retries are used up.
+//
+//go:noinline
+func checkLimits(ctx context.Context, h *Handler, st *HandlerState, now time.Time) (Outcome, bool) {
+	log := logr.FromContextOrDiscard(ctx)
+	runtime := st.Runtime(now)
+	log.V(1).Info(fmt.Sprintf("%s is invoked.", h))
+	if h.Timeout > 0 && runtime >= h.Timeout {
+		err := &HandlerTimeoutError{Message: fmt.Sprintf("%s has timed out after %s.", h, timedelta(runtime))}
+		log.Error(nil, err.Message)
+		return Outcome{Final: true, Err: err}, false
+	}
+	if h.Retries > 0 && st.Retries >= h.Retries {
+		err := &HandlerRetriesError{Message: fmt.Sprintf("%s has exceeded %d retries.", h, st.Retries)}
+		log.Error(nil, err.Message)
+		return Outcome{Final: true, Err: err}, false
+	}
+	return Outcome{}, true
+}
+
+// handlerContext gives the handler a deadline at started+timeout.
+//
+//go:noinline
+func handlerContext(ctx context.Context, h *Handler, st *HandlerState) (context.Context, context.CancelFunc) {
+	if h.Timeout > 0 {
+		return context.WithDeadline(ctx, st.Started.Add(h.Timeout))
+	}
+	return ctx, func() {}
+}
+
+// interpret turns what the handler returned into an outcome and Kopf's
+// log line.
+//
+//go:noinline
+func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time, defaults Defaults, result any, err error) Outcome {
 	log := logr.FromContextOrDiscard(ctx)
 	errorsMode := h.Errors
 	if errorsMode == ErrorsDefault {
@@ -75,26 +123,6 @@ func Execute(ctx context.Context, h Handler, st *HandlerState, now time.Time, de
 		backoff = *h.Backoff
 	}
 	runtime := st.Runtime(now)
-
-	log.V(1).Info(fmt.Sprintf("%s is invoked.", h))
-	if h.Timeout > 0 && runtime >= h.Timeout {
-		err := &HandlerTimeoutError{Message: fmt.Sprintf("%s has timed out after %s.", h, timedelta(runtime))}
-		log.Error(nil, err.Message)
-		return Outcome{Final: true, Err: err}
-	}
-	if h.Retries > 0 && st.Retries >= h.Retries {
-		err := &HandlerRetriesError{Message: fmt.Sprintf("%s has exceeded %d retries.", h, st.Retries)}
-		log.Error(nil, err.Message)
-		return Outcome{Final: true, Err: err}
-	}
-
-	callCtx := ctx
-	if h.Timeout > 0 {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithDeadline(ctx, st.Started.Add(h.Timeout))
-		defer cancel()
-	}
-	result, err := safeCall(callCtx, call)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		log.Info(fmt.Sprintf("%s is cancelled.", h))
 		return Outcome{Cancelled: true, Err: err}

@@ -190,7 +190,7 @@ func TestExecute(t *testing.T) {
 				}
 				return tt.call(ctx)
 			}
-			got := Execute(sink.context(), tt.h, st, t0.Add(tt.runtime), defaults, call)
+			got := Execute(sink.context(), &tt.h, st, t0.Add(tt.runtime), defaults, call)
 			if diff := cmp.Diff(tt.want, flatten(got)); diff != "" {
 				t.Errorf("Execute() -want +got:\n%s", diff)
 			}
@@ -209,12 +209,12 @@ func TestExecute(t *testing.T) {
 
 func TestExecuteKeepsTheErrorTypes(t *testing.T) {
 	temporary := NewTemporaryError("t", time.Second)
-	got := Execute(context.Background(), Handler{ID: "fn"}, &HandlerState{Started: t0}, t0, Defaults{}, returns(nil, temporary))
+	got := Execute(context.Background(), &Handler{ID: "fn"}, &HandlerState{Started: t0}, t0, Defaults{}, returns(nil, temporary))
 	if got.Err != temporary {
 		t.Errorf("Execute() error = %#v, want the handler's own error", got.Err)
 	}
 	var panicked *PanicError
-	got = Execute(context.Background(), Handler{ID: "fn"}, &HandlerState{Started: t0}, t0, Defaults{Errors: ErrorsTemporary},
+	got = Execute(context.Background(), &Handler{ID: "fn"}, &HandlerState{Started: t0}, t0, Defaults{Errors: ErrorsTemporary},
 		func(context.Context) (any, error) { panic(42) })
 	if !errors.As(got.Err, &panicked) || panicked.Value != 42 || !strings.Contains(string(panicked.Stack), "execute_test.go") {
 		t.Errorf("Execute() error = %#v, want a PanicError with the value and the stack", got.Err)
@@ -239,7 +239,7 @@ func TestRetriesCountAttempts(t *testing.T) {
 			now := t0
 			calls := 0
 			for range 10 {
-				o := Execute(context.Background(), h, st, now, Defaults{Errors: ErrorsTemporary}, func(context.Context) (any, error) {
+				o := Execute(context.Background(), &h, st, now, Defaults{Errors: ErrorsTemporary}, func(context.Context) (any, error) {
 					calls++
 					return nil, tt.err
 				})
@@ -275,7 +275,7 @@ func TestExecuteContextDeadline(t *testing.T) {
 			var got time.Time
 			var ok bool
 			st := &HandlerState{Started: t0}
-			Execute(context.Background(), Handler{ID: "fn", Timeout: tt.timeout}, st, t0.Add(3*time.Second), Defaults{}, func(ctx context.Context) (any, error) {
+			Execute(context.Background(), &Handler{ID: "fn", Timeout: tt.timeout}, st, t0.Add(3*time.Second), Defaults{}, func(ctx context.Context) (any, error) {
 				got, ok = ctx.Deadline()
 				return nil, nil
 			})
@@ -288,7 +288,7 @@ func TestExecuteContextDeadline(t *testing.T) {
 
 func TestExecuteWithoutALogger(t *testing.T) {
 	// A context without a logger must not break anything.
-	got := Execute(context.Background(), Handler{ID: "fn"}, &HandlerState{Started: t0}, t0, Defaults{}, returns(1, nil))
+	got := Execute(context.Background(), &Handler{ID: "fn"}, &HandlerState{Started: t0}, t0, Defaults{}, returns(1, nil))
 	if diff := cmp.Diff(outcome{Final: true, Result: 1}, flatten(got)); diff != "" {
 		t.Errorf("Execute() -want +got:\n%s", diff)
 	}

@@ -132,7 +132,7 @@ func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry
 	hctx := logr.NewContext(ctx, c.log)
 	// The operator's stop waits for the handler, and names it while it does.
 	done := r.sup.Track(fmt.Sprintf("%s of %s", h.Handler, c.ref()))
-	outcome := execution.Execute(hctx, h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
+	outcome := execution.Execute(hctx, &h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
 		return h.Fn(ctx, obj, &cause)
 	})
 	done()

@@ -26,10 +26,12 @@ const (
 	finalizer        = "kopf.zalando.org/KopfFinalizerMarker"
 )
 
-// Kopf's e2e test counts handler outcomes with these patterns.
+// Kopf's e2e test counts handler outcomes with these patterns. Daemons and
+// timers fail for good as handlers do; their successes are checked as
+// lines, since a timer succeeds once per tick.
 var (
 	succeededRE = regexp.MustCompile(`Handler '(.+?)' succeeded\.`)
-	failedRE    = regexp.MustCompile(`Handler '(.+?)' failed (?:permanently|with an exception and will stop)`)
+	failedRE    = regexp.MustCompile(`(?:Handler|Daemon|Timer) '(.+?)' failed (?:permanently|with an exception and will stop)`)
 )
 
 // exampleCase is one example's run and what its output and object must show.
@@ -37,6 +39,15 @@ type exampleCase struct {
 	name string
 	// update patches spec.field to "changed" after the creation.
 	update bool
+	// created are the lines that show that the creation is handled, and
+	// deleted those to wait for once the object is gone (Kopf's
+	// E2E_CREATION_STOP_WORDS and E2E_DELETION_STOP_WORDS); all of them
+	// must appear. The defaults suit change handlers.
+	created, deleted []string
+	// spawningOnly: the example has only daemons and timers. No change
+	// handler needs the last handled essence, so none is stored, as in
+	// Kopf; daemons and timers keep no state on the object.
+	spawningOnly bool
 	// succeeded and failed are the exact counts of the outcome lines per
 	// handler id, over the whole run.
 	succeeded, failed map[string]int
@@ -48,8 +59,12 @@ type exampleCase struct {
 	// allowErrors permits error-level log lines, which carry Go stack
 	// traces: Kopf's E2E_ALLOW_TRACEBACKS.
 	allowErrors bool
-	// order lists substrings that must appear in this order.
-	order []string
+	// errorLines is the exact number of error-level log lines otherwise:
+	// Kopf logs temporary failures at the error level, without a traceback.
+	errorLines int
+	// order lists sequences of substrings; each sequence must appear in
+	// its order.
+	order [][]string
 	// status is the object's status once a cause is fully handled.
 	status map[string]any
 	// finalizers are the object's finalizers while it is not deleted.
@@ -117,8 +132,107 @@ func TestExamples(t *testing.T) {
 		},
 		present: []string{"Creation is in progress:", "Updating is in progress:", "Deletion is in progress:",
 			"Removing the finalizer, thus allowing the actual deletion."},
-		order: []string{"CREATED 1st", "CREATED 2nd", "FIELD CHANGED: <nil> -> value",
-			"UPDATED", "FIELD CHANGED: value -> changed", "DELETED 1st", "DELETED 2nd"},
+		order: [][]string{{"CREATED 1st", "CREATED 2nd", "FIELD CHANGED: <nil> -> value",
+			"UPDATED", "FIELD CHANGED: value -> changed", "DELETED 1st", "DELETED 2nd"}},
+		finalizers: []string{finalizer},
+	}, {
+		name: "14-daemons",
+		// Each daemon fails at retries 0, 1 and 2 with a delay of 1 s,
+		// then pings.
+		created: []string{"=> Ping from a sync daemon", "=> Ping from an async daemon"},
+		deleted: []string{
+			"Daemon 'background_sync' has exited on request",
+			"Daemon 'background_async' has exited on request",
+		},
+		spawningOnly: true,
+		succeeded:    map[string]int{},
+		failed:       map[string]int{},
+		lines: map[string]int{
+			// No change handlers, so no change processing (as in Kopf).
+			"is processed:": 0,
+			"Daemon 'background_sync' failed temporarily: Simulated failure.":  3,
+			"Daemon 'background_async' failed temporarily: Simulated failure.": 3,
+			// The daemons do not return on their own within the test.
+			"has exited on its own": 0,
+			// The sync daemon wakes from its sleep when stopped, finishes
+			// its work and returns.
+			"Daemon 'background_sync' succeeded.":                                                  1,
+			"Daemon 'background_sync' has exited on request and will not be retried or restarted.": 1,
+			"Daemon 'background_sync' is cancelled.":                                               0,
+			"Daemon 'background_sync' is signalled to exit gracefully.":                            0,
+			// The async daemon ignores the stop signal: it is cancelled
+			// after its cancellation backoff, and exits in time.
+			"Daemon 'background_async' is signalled to exit gracefully.":                            1,
+			"Daemon 'background_async' is signalled to exit by force.":                              1,
+			"Daemon 'background_async' is cancelled.":                                               1,
+			"Daemon 'background_async' succeeded.":                                                  0,
+			"Daemon 'background_async' has exited on request and will not be retried or restarted.": 1,
+			"Leaving it orphaned.":                                                                  0,
+			"Removing the finalizer, as there are no handlers requiring it.":                        0,
+		},
+		present: []string{
+			// Twice when a daemon's first write races the finalizer's.
+			"Adding the finalizer",
+			`=> Ping from a sync daemon: field="value", retry=3`,
+			`=> Ping from an async daemon: field="value"`,
+			"Removing the finalizer, thus allowing the actual deletion.",
+		},
+		// The six temporary failures.
+		errorLines: 6,
+		order: [][]string{{
+			"Adding the finalizer",
+			"=> Ping from a sync daemon",
+			"Daemon 'background_sync' succeeded.",
+			"Daemon 'background_sync' has exited on request",
+			"Removing the finalizer, thus allowing the actual deletion.",
+		}, {
+			"=> Ping from an async daemon",
+			"Daemon 'background_async' is signalled to exit gracefully.",
+			"Daemon 'background_async' is signalled to exit by force.",
+			"Daemon 'background_async' is cancelled.",
+			"Daemon 'background_async' has exited on request",
+			"Removing the finalizer, thus allowing the actual deletion.",
+		}},
+		// The sync daemon's three failed attempts wrote it.
+		status:     map[string]any{"message": "Failed 3 times."},
+		finalizers: []string{finalizer},
+	}, {
+		name: "15-timers",
+		// The timers wait until the object has been left alone for 5 s and
+		// 10 s.
+		created: []string{"Ping from a sync timer", "Ping from an async timer"},
+		deleted: []string{
+			"Timer 'every_few_seconds_sync' has exited on request",
+			"Timer 'every_few_seconds_async' has exited on request",
+		},
+		spawningOnly: true,
+		succeeded:    map[string]int{},
+		failed:       map[string]int{},
+		lines: map[string]int{
+			// No change handlers, so no change processing (as in Kopf).
+			"is processed:":         0,
+			"has exited on its own": 0,
+			"Adding the finalizer":  1,
+			"Removing the finalizer, as there are no handlers requiring it.": 0,
+		},
+		present: []string{
+			`Ping from a sync timer: field="value"`,
+			`Ping from an async timer: field="value"`,
+			// Once per tick.
+			"Timer 'every_few_seconds_sync' succeeded.",
+			"Timer 'every_few_seconds_async' succeeded.",
+			"Removing the finalizer, thus allowing the actual deletion.",
+		},
+		order: [][]string{{
+			"Adding the finalizer",
+			"Timer 'every_few_seconds_sync' has exited on request",
+			"Removing the finalizer, thus allowing the actual deletion.",
+		}, {
+			"Adding the finalizer",
+			"Timer 'every_few_seconds_async' has exited on request",
+			"Removing the finalizer, thus allowing the actual deletion.",
+		}},
+		// Timers that return nothing leave no status.
 		finalizers: []string{finalizer},
 	}}
 	for _, tc := range cases {
@@ -142,7 +256,9 @@ func runExample(t *testing.T, tc exampleCase) {
 		t.Fatalf("create the object: %v", err)
 	}
 	key := client.ObjectKeyFromObject(obj)
-	op.waitForLine(t, "Creation is processed:")
+	for _, line := range orDefault(tc.created, "Creation is processed:") {
+		op.waitForLine(t, line)
+	}
 	essence := map[string]any{
 		"spec": map[string]any{"duration": "1m", "field": "value", "items": []any{"item1", "item2"}},
 		"metadata": map[string]any{
@@ -169,7 +285,9 @@ func runExample(t *testing.T, tc exampleCase) {
 		err := env.Client.Get(ctx, key, newObject())
 		return err != nil && client.IgnoreNotFound(err) == nil
 	})
-	op.waitForLine(t, "Deleted, really deleted")
+	for _, line := range orDefault(tc.deleted, "Deleted, really deleted") {
+		op.waitForLine(t, line)
+	}
 	op.stop(t)
 
 	if diff := cmp.Diff(tc.succeeded, op.counts(succeededRE)); diff != "" {
@@ -188,9 +306,11 @@ func runExample(t *testing.T, tc exampleCase) {
 			t.Errorf("the output lacks %q", line)
 		}
 	}
-	checkOrder(t, op.Output(), tc.order)
-	if n := op.count("\tERROR\t"); n > 0 && !tc.allowErrors {
-		t.Errorf("the output has %d error lines, want none", n)
+	for _, order := range tc.order {
+		checkOrder(t, op.Output(), order)
+	}
+	if n := op.count("\tERROR\t"); n != tc.errorLines && !tc.allowErrors {
+		t.Errorf("the output has %d error lines, want %d", n, tc.errorLines)
 	}
 	if n := op.count("panic"); n > 0 {
 		t.Errorf("the output mentions a panic %d times", n)
@@ -203,6 +323,9 @@ func runExample(t *testing.T, tc exampleCase) {
 func waitForState(t *testing.T, op *operator, key client.ObjectKey, tc exampleCase, essence map[string]any) {
 	t.Helper()
 	want := objectState{Status: tc.status, Annotations: []string{lastHandled}, Finalizers: tc.finalizers, Essence: essence}
+	if tc.spawningOnly {
+		want.Annotations, want.Essence = nil, nil
+	}
 	var diff string
 	defer func() {
 		// A failed wait ends the test with runtime.Goexit, which runs this.
@@ -250,6 +373,14 @@ func stateOf(t *testing.T, obj *unstructured.Unstructured) objectState {
 	}
 	s.Finalizers = obj.GetFinalizers()
 	return s
+}
+
+// orDefault returns the lines, or the default line if there are none.
+func orDefault(lines []string, def string) []string {
+	if len(lines) == 0 {
+		return []string{def}
+	}
+	return lines
 }
 
 // checkOrder fails the test unless the substrings appear in this order.

@@ -18,7 +18,7 @@ import (
 )
 
 // examples are the example packages this package builds and runs.
-var examples = []string{"01-minimal", "03-exceptions", "05-handlers"}
+var examples = []string{"01-minimal", "03-exceptions", "05-handlers", "14-daemons", "15-timers"}
 
 var (
 	// env is the one control plane of the package.
