@@ -129,7 +129,9 @@ func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
 			foreverStopped: map[string]bool{}, idleReset: s.clock.Now()}
 		s.objects[ref.UID] = o
 	}
-	o.ref, o.log = ref, log
+	// The ref is kept from the first Sync: runners read it without the
+	// lock, and a uid's namespace and name never change anyway.
+	o.log = log
 	return o
 }
 
