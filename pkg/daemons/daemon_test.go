@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/execution"
 )
 
@@ -28,6 +30,7 @@ func TestDaemonIsSpawnedOncePerObjectAndID(t *testing.T) {
 	}
 	type seen struct {
 		Namespace, Name, UID string
+		Spec                 any // from the body
 		ID                   string
 		Retry                int
 		Started              time.Time
@@ -37,9 +40,9 @@ func TestDaemonIsSpawnedOncePerObjectAndID(t *testing.T) {
 		if c == nil {
 			t.Fatalf("daemon %s was not called", id)
 		}
-		want := seen{Namespace: "ns", Name: "name", UID: "uid-1", ID: id, Started: t0}
+		want := seen{Namespace: "ns", Name: "name", UID: "uid-1", Spec: map[string]any{"field": "value"}, ID: id, Started: t0}
 		have := seen{Namespace: c.Obj.GetNamespace(), Name: c.Obj.GetName(), UID: string(c.Obj.GetUID()),
-			ID: c.d.HandlerID, Retry: c.Retry, Started: c.Started}
+			Spec: c.d.Body["spec"], ID: c.d.HandlerID, Retry: c.Retry, Started: c.Started}
 		if diff := cmp.Diff(want, have); diff != "" {
 			t.Errorf("daemon %s's call (-want +got):\n%s", id, diff)
 		}
@@ -78,6 +81,12 @@ func TestDaemonResultsAndPatches(t *testing.T) {
 			want: []map[string]any{{"metadata": map[string]any{"annotations": map[string]any{"a": "b"}}}}},
 		{name: "no result and no changes: nothing is written",
 			b: returns(nil, nil)},
+		{name: "a result that cannot be stored: only the changes are written",
+			b: func(_ context.Context, d *DaemonCause) (any, error) {
+				d.Patch.SetAnnotation("a", "b")
+				return func() {}, nil
+			},
+			want: []map[string]any{{"metadata": map[string]any{"annotations": map[string]any{"a": "b"}}}}},
 		{name: "a permanent failure still writes the function's changes",
 			b: func(_ context.Context, d *DaemonCause) (any, error) {
 				d.Patch.SetStatus("progress", 50)
@@ -206,10 +215,11 @@ func TestDaemonRetriesAfterDelay(t *testing.T) {
 			type attempt struct {
 				Retry   int
 				Started time.Time
+				Runtime time.Duration
 				At      time.Duration
 			}
-			want := attempt{Retry: 1, Started: t0, At: tt.wantDelay}
-			if diff := cmp.Diff(want, attempt{c.Retry, c.Started, h.since(c.At)}); diff != "" {
+			want := attempt{Retry: 1, Started: t0, Runtime: tt.wantDelay, At: tt.wantDelay}
+			if diff := cmp.Diff(want, attempt{c.Retry, c.Started, c.d.Runtime, h.since(c.At)}); diff != "" {
 				t.Errorf("second attempt (-want +got):\n%s", diff)
 			}
 			c.ret(map[string]any{"ok": true}, nil)
@@ -279,4 +289,20 @@ func TestDaemonCauseHelpers(t *testing.T) {
 	if _, err := c.d.Latest(context.Background()); err == nil || err.Error() != "read the latest ns/name: boom" {
 		t.Errorf("Latest() error = %v, want %q", err, "read the latest ns/name: boom")
 	}
+}
+
+// TestDaemonInitialDelay checks that the initial delay is computed from
+// the object, and that the daemon's first attempt starts after it.
+func TestDaemonInitialDelay(t *testing.T) {
+	h := newHarness(t, Settings{})
+	h.host.obj.Object["spec"] = map[string]any{"delay": int64(7)}
+	h.sync(h.daemon("x", Spec{InitialDelay: func(obj causes.Object) time.Duration {
+		delay, _, _ := unstructured.NestedInt64(obj.(*unstructured.Unstructured).Object, "spec", "delay")
+		return time.Duration(delay) * time.Second
+	}}))
+	c := h.callAt(7 * time.Second)
+	if c.Retry != 0 || !c.Started.Equal(t0.Add(7*time.Second)) {
+		t.Errorf("first attempt: Retry %d, Started +%s; want 0, +7s", c.Retry, h.since(c.Started))
+	}
+	c.do(untilCancelled)
 }

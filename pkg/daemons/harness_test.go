@@ -3,6 +3,7 @@ package daemons
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -165,6 +166,7 @@ type harness struct {
 	// quit, once closed, makes blocked calls and stubborn behaviours return.
 	quit     chan struct{}
 	quitOnce sync.Once
+	stopOnce sync.Once
 	cancel   context.CancelFunc
 	// startDone is closed when Start has returned.
 	startDone chan struct{}
@@ -189,31 +191,38 @@ func newHarness(t *testing.T, s Settings) *harness {
 			t.Errorf("Start: %v", err)
 		}
 	}()
-	t.Cleanup(h.cleanup)
+	t.Cleanup(h.stop)
 	return h
 }
 
-// cleanup lets every blocked function return and stops the supervisor.
-func (h *harness) cleanup() {
-	h.release()
-	h.cancel()
-	select {
-	case <-h.startDone:
-	case <-time.After(patience):
-		h.t.Errorf("the supervisor did not stop; stepping over its grace")
-		h.clock.Step(time.Hour)
-		<-h.startDone
-	}
+// stop lets every blocked function return and stops the supervisor as
+// the operator's stop does, waiting for its Start to return. It is called
+// at the end of every test, and may be called earlier.
+func (h *harness) stop() {
+	h.stopOnce.Do(func() {
+		h.release()
+		h.cancel()
+		select {
+		case <-h.startDone:
+		case <-time.After(patience):
+			h.t.Errorf("the supervisor did not stop; stepping over its grace")
+			h.clock.Step(time.Hour)
+			<-h.startDone
+		}
+	})
 }
 
-// release lets blocked calls and stubborn behaviours return.
+// release lets blocked calls and stubborn behaviours return. They return
+// context.Canceled: an exit on request if the daemon is being stopped, an
+// arbitrary error (retried after a backoff) if not, but never an exit on
+// their own, which would be noted and reconciled.
 func (h *harness) release() { h.quitOnce.Do(func() { close(h.quit) }) }
 
-// stubborn is a behaviour that ignores its context and returns only when
-// the test releases it.
+// stubborn is a behaviour that ignores its context and the stop, and
+// returns only when the test releases it.
 func (h *harness) stubborn(context.Context, *DaemonCause) (any, error) {
 	<-h.quit
-	return nil, nil
+	return nil, context.Canceled
 }
 
 // fn returns a scripted function: each call is sent to the test, which
@@ -227,7 +236,7 @@ func (h *harness) fn(id string) Func {
 		case b := <-c.reply:
 			return b(ctx, d)
 		case <-h.quit:
-			return nil, nil
+			return nil, context.Canceled
 		}
 	}
 }
@@ -322,4 +331,59 @@ func (h *harness) running(uid types.UID) []string {
 func (h *harness) exited(uid types.UID) {
 	h.t.Helper()
 	h.eventually("the runners to exit", func() bool { return len(h.running(uid)) == 0 })
+}
+
+// runner returns the object's runner of the handler, nil if none.
+func (h *harness) runner(uid types.UID, id string) *runner {
+	h.sup.mu.Lock()
+	defer h.sup.mu.Unlock()
+	if o, ok := h.sup.objects[uid]; ok {
+		return o.runners[id]
+	}
+	return nil
+}
+
+// known reports whether the supervisor still remembers the object.
+func (h *harness) known(uid types.UID) bool {
+	h.sup.mu.Lock()
+	defer h.sup.mu.Unlock()
+	_, ok := h.sup.objects[uid]
+	return ok
+}
+
+// enqueued waits until the object has been enqueued n times in total.
+func (h *harness) enqueued(n int) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("%d reconcile requests", n), func() bool { return len(h.host.Enqueued()) >= n })
+	if got := len(h.host.Enqueued()); got != n {
+		h.t.Fatalf("%d reconcile requests, want %d", got, n)
+	}
+}
+
+// cause returns the context's cause as a stop reason, zero if it is not
+// cancelled or by something else.
+func cause(ctx context.Context) StopReason {
+	var r StopReason
+	if !errors.As(context.Cause(ctx), &r) {
+		return 0
+	}
+	return r
+}
+
+// callAt steps the fake clock to the time since the test began, in two
+// steps, checking that nothing is called a millisecond early, and returns
+// the call that comes then. Exactly one goroutine must sleep on the clock.
+func (h *harness) callAt(at time.Duration) *call {
+	h.t.Helper()
+	if gap := t0.Add(at).Sub(h.clock.Now()); gap > 0 {
+		h.waiters(1)
+		h.clock.Step(gap - time.Millisecond)
+		h.settle(1)
+		h.clock.Step(time.Millisecond)
+	}
+	c := h.next()
+	if got := h.since(c.At); got != at {
+		h.t.Fatalf("%s called at +%s, want +%s", c.ID, got, at)
+	}
+	return c
 }

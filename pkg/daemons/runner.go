@@ -308,11 +308,14 @@ func (r *runner) escalate(backoff, timeout time.Duration) {
 		r.sup.mu.Lock()
 		r.reason |= StopAbandoned
 		r.abandoned = true
+		// A vanished object has no deletion to unblock: it is not
+		// reconciled again, as when its runners exit.
+		enqueue := !r.sup.closing && !r.obj.gone
 		r.sup.mu.Unlock()
 		r.log.Info(fmt.Sprintf("%s did not exit in time. Leaving it orphaned.", r.h.Handler),
 			"reason", r.stopReason().String())
 		r.sup.notify()
-		if !r.sup.isClosing() {
+		if enqueue {
 			r.obj.host.Enqueue(r.obj.ref) // the deletion need not wait for it any more
 		}
 	}

@@ -286,13 +286,6 @@ func (s *Supervisor) notify() {
 // that would block on the operator's machinery gives up then.
 func (s *Supervisor) Done() <-chan struct{} { return s.base.Done() }
 
-// isClosing reports whether the operator is stopping.
-func (s *Supervisor) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
-}
-
 // NeedLeaderElection keeps the supervisor with the controllers whose
 // reconciles feed it.
 func (s *Supervisor) NeedLeaderElection() bool { return true }
