@@ -36,6 +36,9 @@ type runner struct {
 	reason    StopReason
 	stopSince time.Time
 	abandoned bool
+	// escalating: a backoff or a timeout of the stop is still running, so
+	// the runner is not merely "still exiting".
+	escalating bool
 }
 
 func (r *runner) stopReason() StopReason {
@@ -78,16 +81,9 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 func (r *runner) run() {
 	defer r.sup.wg.Done()
 	defer r.sup.exited(r)
-	if r.h.InitialDelay != nil {
-		obj, _, err := r.obj.host.Fetch(r.ctx, r.obj.ref)
-		if err != nil {
-			r.log.Error(err, fmt.Sprintf("%s cannot read its object for the initial delay.", r.h.Handler))
-			return
-		}
-		if !r.sleep(r.ctx, r.h.InitialDelay(obj)) {
-			r.logExit()
-			return
-		}
+	if r.h.InitialDelay != nil && !r.initialDelay() {
+		r.logExit()
+		return
 	}
 	switch r.h.Kind {
 	case KindTimer:
@@ -96,6 +92,21 @@ func (r *runner) run() {
 		r.daemon()
 	}
 	r.logExit()
+}
+
+// initialDelay sleeps the delay computed from the object, reading it again
+// after the default backoff if it cannot be read; false if stopped.
+func (r *runner) initialDelay() bool {
+	for {
+		obj, _, err := r.obj.host.Fetch(r.ctx, r.obj.ref)
+		if err == nil {
+			return r.sleep(r.ctx, r.h.InitialDelay(obj))
+		}
+		r.log.Error(err, fmt.Sprintf("%s cannot read its object for the initial delay; trying again later.", r.h.Handler))
+		if !r.sleep(r.ctx, r.sup.settings.DefaultBackoff) {
+			return false
+		}
+	}
 }
 
 func (r *runner) logExit() {
@@ -276,6 +287,7 @@ func (r *runner) stop(reason StopReason) {
 		r.cancelLocked()
 	}
 	if backoff > 0 || timeout > 0 {
+		r.escalating = true
 		r.sup.wg.Add(1)
 		go r.escalate(backoff, timeout)
 	}
@@ -283,7 +295,11 @@ func (r *runner) stop(reason StopReason) {
 
 func (r *runner) cancelLocked() {
 	r.reason |= StopCancelled
-	r.log.V(1).Info(fmt.Sprintf("%s is signalled to exit by force.", r.h.Handler))
+	if r.h.Kind == KindDaemon {
+		// Timers are not forced: their sleeps end, and a tick in progress
+		// learns from its context, as usual.
+		r.log.V(1).Info(fmt.Sprintf("%s is signalled to exit by force.", r.h.Handler))
+	}
 	r.cancel(r.reason)
 }
 
@@ -299,6 +315,7 @@ func (r *runner) escalate(backoff, timeout time.Duration) {
 		}
 		r.sup.mu.Lock()
 		r.cancelLocked()
+		r.escalating = timeout > 0
 		r.sup.mu.Unlock()
 	}
 	if timeout > 0 {
@@ -308,6 +325,7 @@ func (r *runner) escalate(backoff, timeout time.Duration) {
 		r.sup.mu.Lock()
 		r.reason |= StopAbandoned
 		r.abandoned = true
+		r.escalating = false
 		// A vanished object has no deletion to unblock: it is not
 		// reconciled again, as when its runners exit.
 		enqueue := !r.sup.closing && !r.obj.gone

@@ -56,7 +56,8 @@ func TestStopCancelsAtOnce(t *testing.T) {
 			h.sync(tt.h(h))
 			c := h.next()
 			got := observe(c, nil, 0)
-			got.Blocking, got.Polling = h.sup.Stop(ref.UID, StopResourceDeleted)
+			b := h.sup.Stop(ref.UID, StopResourceDeleted)
+			got.Blocking, got.Polling = b.Names, b.Polling
 			want := stopped{Blocking: []string{tt.wantName}, Polling: DefaultCancellationPolling, Signalled: true,
 				Cancelled: true, Cause: "RESOURCE_DELETED|DAEMON_CANCELLED", Reason: "RESOURCE_DELETED|DAEMON_CANCELLED"}
 			if diff := cmp.Diff(want, observe(c, got.Blocking, got.Polling)); diff != "" {
@@ -68,8 +69,8 @@ func TestStopCancelsAtOnce(t *testing.T) {
 			c.do(untilCancelled)
 			h.exited(ref.UID)
 			h.enqueued(1)
-			if blocking, polling := h.sup.Stop(ref.UID, StopResourceDeleted); blocking != nil || polling != 0 {
-				t.Errorf("Stop after the exit = %v, %s; want nothing", blocking, polling)
+			if b := h.sup.Stop(ref.UID, StopResourceDeleted); b.Names != nil || b.Polling != 0 {
+				t.Errorf("Stop after the exit = %v, %s; want nothing", b.Names, b.Polling)
 			}
 			if h.sup.ForeverStopped(ref.UID, "x") {
 				t.Errorf("a stopped %s is forever stopped", tt.wantName)
@@ -98,7 +99,8 @@ func TestStopBackoff(t *testing.T) {
 	h.sync(h.daemon("x", Spec{CancellationBackoff: 5 * time.Second}))
 	c := h.next()
 	c.do(untilCancelled) // it ignores Stopped and waits for its context
-	blocking, polling := h.sup.Stop(ref.UID, StopResourceDeleted)
+	result := h.sup.Stop(ref.UID, StopResourceDeleted)
+	blocking, polling := result.Names, result.Polling
 	want := stopped{Blocking: []string{"Daemon 'x'"}, Polling: DefaultCancellationPolling, Signalled: true,
 		Cause: "NONE", Reason: "RESOURCE_DELETED|DAEMON_SIGNALLED"}
 	if diff := cmp.Diff(want, observe(c, blocking, polling)); diff != "" {
@@ -170,13 +172,14 @@ func TestStopTimeout(t *testing.T) {
 	h.waiters(1)
 	h.clock.Step(2*time.Second - time.Millisecond)
 	h.waiters(1)
-	blocking, _ := h.sup.Stop(ref.UID, StopResourceDeleted)
+	blocking := h.sup.Stop(ref.UID, StopResourceDeleted).Names
 	if diff := cmp.Diff([]string{"Daemon 'x'"}, blocking); diff != "" {
 		t.Errorf("blocking before the timeout (-want +got):\n%s", diff)
 	}
 	h.clock.Step(time.Millisecond)
 	h.enqueued(1)
-	blocking, polling := h.sup.Stop(ref.UID, StopResourceDeleted)
+	result := h.sup.Stop(ref.UID, StopResourceDeleted)
+	blocking, polling := result.Names, result.Polling
 	want := stopped{Signalled: true, Cancelled: true, Cause: "RESOURCE_DELETED|DAEMON_SIGNALLED|DAEMON_CANCELLED",
 		Reason: "RESOURCE_DELETED|DAEMON_SIGNALLED|DAEMON_CANCELLED|DAEMON_ABANDONED"}
 	if diff := cmp.Diff(want, observe(c, blocking, polling)); diff != "" {
@@ -209,7 +212,8 @@ func TestStopWithoutTimeout(t *testing.T) {
 	h.eventually("the cancellation", func() bool { return c.ctx.Err() != nil })
 	h.waiters(0) // nothing escalates any further
 	h.clock.Step(time.Hour)
-	blocking, polling := h.sup.Stop(ref.UID, StopResourceDeleted)
+	result := h.sup.Stop(ref.UID, StopResourceDeleted)
+	blocking, polling := result.Names, result.Polling
 	want := stopped{Blocking: []string{"Daemon 'x'"}, Polling: 7 * time.Second, Signalled: true, Cancelled: true,
 		Cause: "RESOURCE_DELETED|DAEMON_SIGNALLED|DAEMON_CANCELLED", Reason: "RESOURCE_DELETED|DAEMON_SIGNALLED|DAEMON_CANCELLED"}
 	if diff := cmp.Diff(want, observe(c, blocking, polling)); diff != "" {
@@ -221,8 +225,8 @@ func TestStopWithoutTimeout(t *testing.T) {
 	h.release()
 	h.exited(ref.UID)
 	h.enqueued(1)
-	if blocking, polling := h.sup.Stop(ref.UID, StopResourceDeleted); blocking != nil || polling != 0 {
-		t.Errorf("Stop after the exit = %v, %s; want nothing", blocking, polling)
+	if b := h.sup.Stop(ref.UID, StopResourceDeleted); b.Names != nil || b.Polling != 0 {
+		t.Errorf("Stop after the exit = %v, %s; want nothing", b.Names, b.Polling)
 	}
 }
 
@@ -258,7 +262,8 @@ func TestStopBlockingAndPolling(t *testing.T) {
 			if tt.uid != "" {
 				uid = "other"
 			}
-			blocking, polling := h.sup.Stop(uid, StopResourceDeleted)
+			result := h.sup.Stop(uid, StopResourceDeleted)
+			blocking, polling := result.Names, result.Polling
 			if diff := cmp.Diff(tt.wantBlocking, blocking); diff != "" {
 				t.Errorf("blocking (-want +got):\n%s", diff)
 			}
@@ -344,5 +349,62 @@ func TestStopWhileSleeping(t *testing.T) {
 				t.Errorf("no exit on request logged: %+v", h.logs.All())
 			}
 		})
+	}
+}
+
+// TestLingering: a daemon is "still exiting" only once it was asked to stop
+// in an earlier call and no backoff or timeout of its stop is running any
+// more; until then the engine has nothing to report about it.
+func TestLingering(t *testing.T) {
+	tests := []struct {
+		name          string
+		spec          Spec
+		step          time.Duration
+		wantLingering []string
+	}{
+		{"cancelled at once, no timeout", Spec{}, 0, []string{"Daemon 'x'"}},
+		{"in its backoff", Spec{CancellationBackoff: time.Minute}, 0, nil},
+		{"after its backoff, no timeout", Spec{CancellationBackoff: time.Minute}, time.Minute, []string{"Daemon 'x'"}},
+		{"in its timeout", Spec{CancellationTimeout: time.Minute}, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Settings{})
+			h.sync(h.daemon("x", tt.spec))
+			c := h.next()
+			c.do(h.stubborn)
+			if first := h.sup.Stop(ref.UID, StopResourceDeleted); first.Lingering != nil {
+				t.Errorf("the first Stop reports %v as lingering; it has only just been asked", first.Lingering)
+			}
+			if tt.step > 0 {
+				h.waiters(1)
+				h.clock.Step(tt.step)
+				h.eventually("the cancellation", func() bool { return c.ctx.Err() != nil })
+			}
+			if diff := cmp.Diff(tt.wantLingering, h.sup.Stop(ref.UID, StopResourceDeleted).Lingering); diff != "" {
+				t.Errorf("Lingering -want +got:\n%s", diff)
+			}
+			h.release()
+		})
+	}
+}
+
+// TestInitialDelayWaitsForTheObject: an object that cannot be read for the
+// initial delay is read again after the default backoff; the daemon does
+// not end for it.
+func TestInitialDelayWaitsForTheObject(t *testing.T) {
+	h := newHarness(t, Settings{DefaultBackoff: 10 * time.Second})
+	h.host.setFetchErr(errors.New("not yet"))
+	h.sync(h.daemon("x", Spec{InitialDelay: func(causes.Object) time.Duration { return time.Second }}))
+	h.waiters(1)
+	h.host.setFetchErr(nil)
+	h.clock.Step(10 * time.Second)
+	h.waiters(1)
+	h.clock.Step(time.Second)
+	c := h.next()
+	c.ret(nil, nil)
+	h.exited(ref.UID)
+	if !h.sup.ForeverStopped(ref.UID, "x") {
+		t.Error("the daemon did not run to its end after the object became readable")
 	}
 }

@@ -184,27 +184,46 @@ func (s *Supervisor) spawnLocked(o *object, h Handler) {
 	go r.run()
 }
 
+// Blocking is what holds up an object's deletion: its daemons and timers
+// that still run and are not abandoned.
+type Blocking struct {
+	// Names of the runners, sorted.
+	Names []string
+	// Lingering are those that were asked to stop before this call and
+	// have no backoff or timeout running any more: they are "still
+	// exiting", for as long as they like.
+	Lingering []string
+	// Polling is the shortest re-check interval among them.
+	Polling time.Duration
+}
+
 // Stop asks all daemons and timers of the object to stop for the reason,
-// and returns those that still run and block the object's deletion (not
-// abandoned), with the shortest of their polling intervals.
-func (s *Supervisor) Stop(uid types.UID, reason StopReason) (blocking []string, polling time.Duration) {
+// and says which still hold up its deletion.
+func (s *Supervisor) Stop(uid types.UID, reason StopReason) Blocking {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var b Blocking
 	o, ok := s.objects[uid]
 	if !ok {
-		return nil, 0
+		return b
 	}
 	for _, r := range o.runners {
+		wasStopping := !r.stopSince.IsZero()
 		r.stop(reason)
-		if !r.abandoned {
-			blocking = append(blocking, r.h.Handler.String())
-			if polling == 0 || r.h.polling() < polling {
-				polling = r.h.polling()
-			}
+		if r.abandoned {
+			continue
+		}
+		b.Names = append(b.Names, r.h.Handler.String())
+		if wasStopping && !r.escalating {
+			b.Lingering = append(b.Lingering, r.h.Handler.String())
+		}
+		if b.Polling == 0 || r.h.polling() < b.Polling {
+			b.Polling = r.h.polling()
 		}
 	}
-	sort.Strings(blocking)
-	return blocking, polling
+	sort.Strings(b.Names)
+	sort.Strings(b.Lingering)
+	return b
 }
 
 // Gone stops everything of an object that no longer exists and forgets the

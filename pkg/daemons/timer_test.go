@@ -218,7 +218,7 @@ func TestTimerStopsAtOnce(t *testing.T) {
 	h.sync(h.timer("t", Spec{Interval: time.Hour, CancellationBackoff: time.Minute, CancellationTimeout: time.Minute}))
 	h.next().ret(nil, nil)
 	h.waiters(1)
-	blocking, _ := h.sup.Stop(ref.UID, StopResourceDeleted)
+	blocking := h.sup.Stop(ref.UID, StopResourceDeleted).Names
 	if diff := cmp.Diff([]string{"Timer 't'"}, blocking); diff != "" {
 		t.Errorf("blocking (-want +got):\n%s", diff)
 	}

@@ -64,8 +64,9 @@ func (r *reconciler) daemonsRequireFinalizer(c *cycle) bool {
 // stopDaemons stops the daemons and timers of a deleted object and notes
 // which still block its deletion, and when to look again.
 func (r *reconciler) stopDaemons(c *cycle) {
-	c.blocking, c.polling = r.sup.Stop(c.obj.GetUID(), daemons.StopResourceDeleted)
-	for _, name := range c.blocking {
+	b := r.sup.Stop(c.obj.GetUID(), daemons.StopResourceDeleted)
+	c.blocking, c.polling = b.Names, b.Polling
+	for _, name := range b.Lingering {
 		c.log.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, seconds(c.polling)))
 	}
 }
