@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -106,9 +105,6 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	// Stack traces would point into the engine, not at the handler's error.
 	logger := zap.New(zap.ConsoleEncoder(), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel))
 	ctrl.SetLogger(logger)
-	if !f.Standalone {
-		logger.Info("Peering is not available yet; running standalone.", "peering", f.Peering, "priority", f.Priority)
-	}
 	cfg, err := restConfig(f.Kubeconfig)
 	if err != nil {
 		return err
@@ -129,11 +125,13 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
 	}
-	if len(f.Namespaces) > 0 {
-		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range f.Namespaces {
-			mopts.Cache.DefaultNamespaces[ns] = cache.Config{}
-		}
+	opts.Namespaces = append(opts.Namespaces, f.Namespaces...)
+	opts.Standalone = opts.Standalone || f.Standalone
+	if f.Peering != "" {
+		opts.Peering = f.Peering
+	}
+	if f.Priority != 0 {
+		opts.Priority = f.Priority
 	}
 	mgr, err := manager.New(cfg, mopts)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/peering"
 	"github.com/kopf-go/kopf/pkg/progress"
 	"github.com/kopf-go/kopf/pkg/reactor"
 )
@@ -42,8 +44,28 @@ type Options struct {
 	// ReportInterval is how often the stopping operator logs what it still
 	// waits for. Default 5 s.
 	ReportInterval time.Duration
+	// Namespaces to serve; none: the whole cluster.
+	Namespaces []string
+	// Standalone takes no part in peering (Kopf's --standalone).
+	Standalone bool
+	// Peering names the peering object and makes peering mandatory: the
+	// operator stays frozen until that object exists (Kopf's --peering).
+	// Without it, the object "default" is used if the peering CRDs exist.
+	Peering string
+	// Priority among peers: a live peer of higher priority freezes this
+	// operator; one of the same priority freezes both.
+	Priority int
+	// PeeringLifetime is how long this operator's peer record is valid
+	// without renewal. Default 60 s.
+	PeeringLifetime time.Duration
+	// Identity names this operator among its peers. Default: $POD_ID, or
+	// user@host/time/random.
+	Identity string
 	// Clock replaces the real clock, for tests.
 	Clock clock.WithTicker
+	// WrapClient, if set, wraps the clients the engine reads and writes
+	// with: for instrumentation, or to inject failures in tests.
+	WrapClient func(client.Client) client.Client
 }
 
 func (o Options) settings() reactor.Settings {
@@ -57,7 +79,22 @@ func (o Options) settings() reactor.Settings {
 		Clock:                   o.Clock,
 		ShutdownGrace:           o.ShutdownGrace,
 		ReportInterval:          o.ReportInterval,
+		Namespaces:              o.Namespaces,
+		Peering:                 o.peering(),
+		WrapClient:              o.WrapClient,
 	}
+}
+
+func (o Options) peering() peering.Settings {
+	s := peering.Settings{Mode: peering.ModeAuto, Name: peering.DefaultName, Priority: o.Priority,
+		Lifetime: o.PeeringLifetime, Identity: o.Identity}
+	switch {
+	case o.Standalone:
+		s.Mode = peering.ModeStandalone
+	case o.Peering != "":
+		s.Mode, s.Name = peering.ModeMandatory, o.Peering
+	}
+	return s
 }
 
 // SetupWithManager adds the engine to a manager: one controller per

@@ -328,7 +328,7 @@ func (r *runner) escalate(backoff, timeout time.Duration) {
 		r.escalating = false
 		// A vanished object has no deletion to unblock: it is not
 		// reconciled again, as when its runners exit.
-		enqueue := !r.sup.closing && !r.obj.gone
+		enqueue := !r.sup.closing && !r.sup.paused && !r.obj.gone
 		r.sup.mu.Unlock()
 		r.log.Info(fmt.Sprintf("%s did not exit in time. Leaving it orphaned.", r.h.Handler),
 			"reason", r.stopReason().String())

@@ -58,6 +58,9 @@ type Supervisor struct {
 	inflight map[int]task
 	nextTask int
 	closing  bool
+	// paused: the operator is frozen; nothing is spawned, and exits ask
+	// for no reconciles (the listing after the pause reconciles all).
+	paused bool
 }
 
 // task is something in flight that the shutdown waits for.
@@ -144,7 +147,7 @@ func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
 func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
+	if s.closing || s.paused {
 		return
 	}
 	o := s.objectLocked(ref, host, log)
@@ -267,13 +270,13 @@ func (s *Supervisor) exited(r *runner) {
 	if gone && len(o.runners) == 0 {
 		delete(s.objects, o.ref.UID)
 	}
-	closing := s.closing
+	quiet := s.closing || s.paused
 	s.mu.Unlock()
 	r.cancel(StopDone)
 	close(r.done)
 	s.notify()
 	// Another cycle decides about the finalizer, or spawns the handler again.
-	if !gone && !closing {
+	if !gone && !quiet {
 		o.host.Enqueue(o.ref)
 	}
 }
@@ -299,6 +302,27 @@ func (s *Supervisor) notify() {
 	case s.changed <- struct{}{}:
 	default:
 	}
+}
+
+// Pause stops every daemon and timer with OPERATOR_PAUSING, for a freeze:
+// they are not ended for good, and start again after it (the listing that
+// follows a freeze reconciles every object). Nothing is spawned meanwhile.
+func (s *Supervisor) Pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paused = true
+	for _, o := range s.objects {
+		for _, r := range o.runners {
+			r.stop(StopOperatorPausing)
+		}
+	}
+}
+
+// Resume lets daemons and timers be spawned again after a freeze.
+func (s *Supervisor) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paused = false
 }
 
 // Done is closed when the supervisor has finished its shutdown; a caller

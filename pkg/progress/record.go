@@ -6,10 +6,10 @@ package progress
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"time"
 
+	"github.com/kopf-go/kopf/pkg/isotime"
 	"github.com/kopf-go/kopf/pkg/pyjson"
 )
 
@@ -30,25 +30,6 @@ type Record struct {
 	Subrefs []string
 }
 
-// timestampLayout is Python's isoformat(timespec='microseconds') of an aware
-// UTC time: microseconds and a "+00:00" offset.
-const timestampLayout = "2006-01-02T15:04:05.000000-07:00"
-
-// FormatTime renders a time the way Kopf stores it.
-func FormatTime(t time.Time) string { return t.UTC().Format(timestampLayout) }
-
-// ParseTime accepts what Kopf and other writers put there: any fraction of
-// seconds (or none), a "Z" or numeric offset, or no zone at all (taken as
-// UTC, as Kopf treats naive times).
-func ParseTime(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("parse timestamp %q: not an ISO 8601 date-time", s)
-}
-
 // MarshalJSON writes the record compactly in Kopf's key order, with the
 // string escaping of Python's json.dumps: no HTML escaping, non-ASCII
 // characters as \u escapes. (json.Marshal of a Record re-adds HTML
@@ -66,13 +47,13 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		_ = pyjson.Write(&b, v) // strings, ints, bools and []string cannot fail
 	}
 	if r.Started != nil {
-		field("started", FormatTime(*r.Started))
+		field("started", isotime.Format(*r.Started))
 	}
 	if r.Stopped != nil {
-		field("stopped", FormatTime(*r.Stopped))
+		field("stopped", isotime.Format(*r.Stopped))
 	}
 	if r.Delayed != nil {
-		field("delayed", FormatTime(*r.Delayed))
+		field("delayed", isotime.Format(*r.Delayed))
 	}
 	if r.Purpose != "" {
 		field("purpose", r.Purpose)
@@ -122,7 +103,7 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		if ts.src == nil {
 			continue
 		}
-		t, err := ParseTime(*ts.src)
+		t, err := isotime.Parse(*ts.src)
 		if err != nil {
 			return err
 		}

@@ -177,9 +177,9 @@ func (r *reconciler) send(ctx context.Context, obj client.Object, body map[strin
 	}
 	p := client.RawPatch(types.MergePatchType, data)
 	if status {
-		err = r.client.Status().Patch(ctx, obj, p)
+		err = r.client().Status().Patch(ctx, obj, p)
 	} else {
-		err = r.client.Patch(ctx, obj, p)
+		err = r.client().Patch(ctx, obj, p)
 	}
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("patch %s %s: %w", r.gvk.Kind, client.ObjectKeyFromObject(obj), err)

@@ -21,7 +21,7 @@ var _ daemons.Host = (*reconciler)(nil)
 // same object (the same uid).
 func (r *reconciler) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, map[string]any, error) {
 	obj := r.newObject()
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+	if err := r.get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
 		return nil, nil, fmt.Errorf("read %s %s: %w", r.gvk.Kind, ref, err)
 	}
 	if obj.GetUID() != ref.UID {

@@ -2,9 +2,11 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,7 +32,11 @@ type reconciler struct {
 	kind     *registry.Kind
 	gvk      schema.GroupVersionKind
 	settings Settings
-	client   client.Client
+	// current reads the current run's cache and writes to the API server
+	// (nil while the operator is frozen); writer writes when there is no
+	// run (a daemon's last result during a freeze).
+	current  atomic.Pointer[client.Client]
+	writer   client.Client
 	memories *memories
 	sup      *daemons.Supervisor
 	// events carries the daemons' requests for reconciles.
@@ -75,7 +82,7 @@ type cycle struct {
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	obj := r.newObject()
-	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			if uid := r.memories.forget(req.NamespacedName); uid != "" {
 				r.sup.Gone(uid)
@@ -228,6 +235,35 @@ func (r *reconciler) report(ctx context.Context, c *cycle, what, value, reason, 
 	if err := r.settings.Poster.Post(ctx, ref, posting.TypeWarning, reason, message); err != nil {
 		c.log.Error(err, "Failed to post an event.")
 	}
+}
+
+// setClient points the reconciler at a run's client, or at none.
+func (r *reconciler) setClient(c client.Client) {
+	if c == nil {
+		r.current.Store(nil)
+		return
+	}
+	r.current.Store(&c)
+}
+
+// client is the current run's client, or the plain writer between runs.
+func (r *reconciler) client() client.Client {
+	if c := r.current.Load(); c != nil {
+		return *c
+	}
+	return r.writer
+}
+
+// errFrozen is what reads return while the operator is frozen.
+var errFrozen = errors.New("the operator is frozen: no objects are read")
+
+// get reads an object from the current run's cache.
+func (r *reconciler) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	c := r.current.Load()
+	if c == nil {
+		return errFrozen
+	}
+	return (*c).Get(ctx, key, obj)
 }
 
 func (r *reconciler) newObject() client.Object {

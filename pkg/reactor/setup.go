@@ -14,18 +14,19 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/freeze"
+	"github.com/kopf-go/kopf/pkg/peering"
 	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/progress"
 	"github.com/kopf-go/kopf/pkg/registry"
@@ -56,6 +57,13 @@ type Settings struct {
 	// ShutdownGrace and ReportInterval: see daemons.Settings.
 	ShutdownGrace  time.Duration
 	ReportInterval time.Duration
+	// Namespaces to serve; none: the whole cluster.
+	Namespaces []string
+	// Peering: mode, name, priority, lifetime, identity.
+	Peering peering.Settings
+	// WrapClient, if set, wraps the clients the engine reads and writes
+	// with (instrumentation, or fault injection in tests).
+	WrapClient func(client.Client) client.Client
 }
 
 // enqueueBuffer is how many reconcile requests of daemons may wait for the
@@ -103,8 +111,10 @@ func (s Settings) WithDefaults() Settings {
 	return s
 }
 
-// Setup adds one controller per registered kind to the manager. Problems of
-// the registration are reported here, all at once.
+// Setup adds the engine to the manager: the kinds' controllers (run by
+// the engine itself, so that a freeze can stop their watches), the daemon
+// supervisor, peering, a readiness check and a metric of the frozen state.
+// Problems of the registration are reported here, all at once.
 func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 	if err := reg.Validate(); err != nil {
 		return fmt.Errorf("invalid handler registration: %w", err)
@@ -117,6 +127,19 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 	if err != nil {
 		return fmt.Errorf("create a discovery client: %w", err)
 	}
+	// Writes go straight to the API server; the manager's own cache is
+	// left alone (reading through it would start informers in it).
+	writer, err := client.New(mgr.GetConfig(), client.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	})
+	if err != nil {
+		return fmt.Errorf("create a client: %w", err)
+	}
+	wrap := s.WrapClient
+	if wrap == nil {
+		wrap = func(c client.Client) client.Client { return c }
+	}
+	writer = wrap(writer)
 	sup := daemons.New(daemons.Settings{
 		ShutdownGrace:  s.ShutdownGrace,
 		ReportInterval: s.ReportInterval,
@@ -124,9 +147,18 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		Clock:          s.Clock,
 		Logger:         mgr.GetLogger().WithName("daemons"),
 	})
-	if err := mgr.Add(sup); err != nil {
-		return fmt.Errorf("add the daemon supervisor: %w", err)
-	}
+	toggle := &freeze.Toggle{}
+	eng := &engine{mgr: mgr, sup: sup, toggle: toggle, wrap: wrap, log: mgr.GetLogger().WithName("engine"),
+		cacheOf: func() (cache.Cache, error) {
+			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
+			if len(s.Namespaces) > 0 {
+				opts.DefaultNamespaces = map[string]cache.Config{}
+				for _, ns := range s.Namespaces {
+					opts.DefaultNamespaces[ns] = cache.Config{}
+				}
+			}
+			return cache.New(mgr.GetConfig(), opts)
+		}}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {
@@ -135,36 +167,31 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 				return fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 			}
 		}
-		r := &reconciler{
+		eng.kinds = append(eng.kinds, &reconciler{
 			kind:     kind,
 			gvk:      gvk,
 			settings: s,
-			client:   mgr.GetClient(),
+			writer:   writer,
 			memories: newMemories(),
 			sup:      sup,
 			events:   make(chan event.GenericEvent, enqueueBuffer),
 			statusSubresource: func(ctx context.Context) (bool, error) {
 				return hasStatusSubresource(disco, gvk)
 			},
-		}
-		ctrl, err := controller.New(controllerName(gvk), mgr, controller.Options{
-			Reconciler:              r,
-			MaxConcurrentReconciles: s.MaxConcurrentReconciles,
 		})
-		if err != nil {
-			return fmt.Errorf("create the controller for %s: %w", gvk.Kind, err)
-		}
-		obj := r.newObject()
-		if err := ctrl.Watch(source.Kind[client.Object](mgr.GetCache(), obj, &noticingHandler{memories: r.memories})); err != nil {
-			return fmt.Errorf("watch %s: %w", gvk.Kind, err)
-		}
-		// Daemons ask for reconciles (to release a finalizer, or to spawn
-		// again) through this channel.
-		if err := ctrl.Watch(source.Channel(r.events, &handler.EnqueueRequestForObject{})); err != nil {
-			return fmt.Errorf("watch %s requests of daemons: %w", gvk.Kind, err)
+	}
+	ps := s.Peering
+	ps.Namespaces, ps.Clock, ps.Logger = s.Namespaces, s.Clock, mgr.GetLogger().WithName("peering")
+	peers, err := peering.New(mgr.GetConfig(), ps, toggle)
+	if err != nil {
+		return err
+	}
+	for _, r := range []manager.Runnable{sup, eng, peers} {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("add the engine to the manager: %w", err)
 		}
 	}
-	return nil
+	return addHealth(mgr, toggle, peers.Identity())
 }
 
 func controllerName(gvk schema.GroupVersionKind) string {

@@ -20,14 +20,14 @@ import (
 // packages of lower layers. Packages of one layer are peers and must not
 // import each other. A new package needs a place here.
 var layers = [][]string{
-	{"pkg/fields", "pkg/pyjson"},
+	{"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1"},
 	{"pkg/diff", "pkg/patch"},
 	{"pkg/keys"},
 	{"pkg/progress", "pkg/diffbase", "pkg/causes"},
 	{"pkg/execution"},
 	{"pkg/daemons"},
 	{"pkg/registry"},
-	{"pkg/posting"},
+	{"pkg/posting", "pkg/peering"},
 	{"pkg/reactor"},
 	{"handlers"},
 }
@@ -35,7 +35,7 @@ var layers = [][]string{
 // pure packages hold logic only: no controller-runtime, no client-go, no
 // goroutines.
 var pure = []string{
-	"pkg/fields", "pkg/pyjson", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
+	"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
 	"pkg/diffbase", "pkg/causes", "pkg/registry", "pkg/execution",
 }
 

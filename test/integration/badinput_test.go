@@ -218,7 +218,7 @@ func TestConflictsAndAPIErrors(t *testing.T) {
 		}
 		return errorOnce(data, status)
 	}}
-	op := env.StartOperator(t, ns, reg, handlers.Options{}, f.install)
+	op := env.StartOperator(t, ns, reg, handlers.Options{WrapClient: f.wrap})
 	create(t, exampleObject(t, ns))
 
 	eventually(t, "creation is handled", func() bool {

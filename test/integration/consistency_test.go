@@ -37,7 +37,7 @@ func TestConsistencyAfterOwnWrites(t *testing.T) {
 			handlers.OnCreate(kind, "create_a", seen.record)
 			handlers.OnCreate(kind, "create_b", seen.record)
 			f := &faults{lag: 1500 * time.Millisecond}
-			op := env.StartOperator(t, ns, reg, handlers.Options{ConsistencyTimeout: tc.timeout}, f.install)
+			op := env.StartOperator(t, ns, reg, handlers.Options{ConsistencyTimeout: tc.timeout, WrapClient: f.wrap})
 			create(t, exampleObject(t, ns))
 			eventually(t, "creation is handled", func() bool { return op.Logs.Count("Creation is processed: 2 succeeded; 0 failed.") >= 1 })
 			tc.check(t, len(seen.of("create_a")))
@@ -58,7 +58,7 @@ func TestConsistencyTimeout(t *testing.T) {
 	handlers.OnCreate(kind, "create_a", seen.record)
 	handlers.OnCreate(kind, "create_b", seen.record)
 	f := &faults{inflate: true}
-	op := env.StartOperator(t, ns, reg, handlers.Options{ConsistencyTimeout: 500 * time.Millisecond}, f.install)
+	op := env.StartOperator(t, ns, reg, handlers.Options{ConsistencyTimeout: 500 * time.Millisecond, WrapClient: f.wrap})
 	create(t, exampleObject(t, ns))
 	eventually(t, "creation is handled", func() bool { return op.Logs.Count("Creation is processed: 2 succeeded; 0 failed.") == 1 })
 	if len(op.Logs.Messages("The cache did not catch up with this operator's last write in time")) == 0 {

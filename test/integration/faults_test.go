@@ -7,15 +7,12 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// faults wraps the operator's client to inject API failures and stale
-// reads, the things a real cluster does now and then.
+// faults are API failures and stale reads, the things a real cluster does
+// now and then, injected into the clients the engine uses (wrap).
 type faults struct {
-	client.Client
 	mu sync.Mutex
 	// fail returns an error for a write, or nil to let it through. It gets
 	// the patch's JSON and whether it goes to /status.
@@ -34,16 +31,17 @@ type staleRead struct {
 	until time.Time
 }
 
-// install makes the manager build its client around the faults.
-func (f *faults) install(o *manager.Options) {
-	o.NewClient = func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-		c, err := client.New(cfg, opts)
-		f.Client = c
-		return f, err
-	}
+// faulty is one of the engine's clients, with the faults injected.
+type faulty struct {
+	client.Client
+	f *faults
 }
 
-func (f *faults) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+// wrap is handlers.Options.WrapClient.
+func (f *faults) wrap(c client.Client) client.Client { return &faulty{Client: c, f: f} }
+
+func (w *faulty) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	f := w.f
 	f.mu.Lock()
 	s, ok := f.stale[key]
 	f.mu.Unlock()
@@ -51,16 +49,17 @@ func (f *faults) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 		raw, _ := json.Marshal(s.obj)
 		return json.Unmarshal(raw, obj)
 	}
-	return f.Client.Get(ctx, key, obj, opts...)
+	return w.Client.Get(ctx, key, obj, opts...)
 }
 
-func (f *faults) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (w *faulty) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	f := w.f
 	data, _ := patch.Data(obj)
 	if err := f.check(string(data), false); err != nil {
 		return err
 	}
 	before := obj.DeepCopyObject().(client.Object)
-	if err := f.Client.Patch(ctx, obj, patch, opts...); err != nil {
+	if err := w.Client.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -77,8 +76,8 @@ func (f *faults) Patch(ctx context.Context, obj client.Object, patch client.Patc
 	return nil
 }
 
-func (f *faults) Status() client.SubResourceWriter {
-	return &faultyStatus{SubResourceWriter: f.Client.Status(), f: f}
+func (w *faulty) Status() client.SubResourceWriter {
+	return &faultyStatus{SubResourceWriter: w.Client.Status(), f: w.f}
 }
 
 func (f *faults) check(data string, status bool) error {

@@ -58,6 +58,9 @@ func (e *Env) NewOperator(t testing.TB, namespace string, reg *handlers.Registry
 	if err != nil {
 		t.Fatalf("create a manager: %v", err)
 	}
+	if len(opts.Namespaces) == 0 {
+		opts.Namespaces = []string{namespace}
+	}
 	if err := handlers.SetupWithManager(mgr, reg, opts); err != nil {
 		t.Fatalf("set up the handlers: %v", err)
 	}

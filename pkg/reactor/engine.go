@@ -1,0 +1,177 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kopf-go/kopf/pkg/daemons"
+	"github.com/kopf-go/kopf/pkg/freeze"
+)
+
+// engine runs the kinds' controllers on a cache of their own, and stops
+// both whenever the operator freezes: the watch streams close, and when the
+// operator runs again, a fresh cache lists every object afresh, so that
+// nothing created, changed or deleted meanwhile goes unhandled. (A manager
+// cannot stop the controllers it owns; these are the engine's.) It is a
+// manager Runnable.
+type engine struct {
+	mgr     manager.Manager
+	kinds   []*reconciler
+	sup     *daemons.Supervisor
+	toggle  *freeze.Toggle
+	cacheOf func() (cache.Cache, error)
+	wrap    func(client.Client) client.Client
+	log     logr.Logger
+}
+
+// NeedLeaderElection: only the leading replica handles objects.
+func (e *engine) NeedLeaderElection() bool { return true }
+
+// Start runs until the operator stops, pausing while it is frozen.
+func (e *engine) Start(ctx context.Context) error {
+	first := true
+	for {
+		if frozen, reason := e.toggle.Frozen(); frozen {
+			e.log.Info("The operator starts frozen, and waits.", "reason", reason)
+		}
+		if err := e.toggle.WaitFor(ctx, false); err != nil {
+			return nil
+		}
+		if !first {
+			e.log.Info("Resuming the watch-streams after the pause; listing everything afresh.")
+		}
+		first = false
+		e.sup.Resume()
+		frozen, err := e.runUntilFrozen(ctx)
+		if err != nil {
+			return err
+		}
+		if !frozen {
+			return nil
+		}
+		_, reason := e.toggle.Frozen()
+		e.log.Info("Pausing the watch-streams.", "blockers", reason)
+		e.sup.Pause()
+	}
+}
+
+// runUntilFrozen runs the controllers until the operator freezes (true)
+// or stops (false), and returns once all of them have stopped.
+func (e *engine) runUntilFrozen(ctx context.Context) (bool, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	frozen := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if e.toggle.WaitFor(runCtx, true) == nil {
+			close(frozen)
+			cancel()
+		}
+	}()
+	err := e.run(runCtx)
+	cancel()
+	wg.Wait()
+	select {
+	case <-frozen:
+		return ctx.Err() == nil, err
+	default:
+		return false, err
+	}
+}
+
+// run builds a fresh cache and fresh controllers, runs them until ctx is
+// done, and waits for all of them.
+func (e *engine) run(ctx context.Context) error {
+	c, err := e.cacheOf()
+	if err != nil {
+		return fmt.Errorf("create the cache: %w", err)
+	}
+	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
+		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mgr.GetRESTMapper(),
+		Cache: &client.CacheOptions{Reader: c},
+	})
+	if err != nil {
+		return fmt.Errorf("create a client on the cache: %w", err)
+	}
+	runClient = e.wrap(runClient)
+	var ctrls []controller.Controller
+	for _, r := range e.kinds {
+		ctrl, err := e.controller(r, c)
+		if err != nil {
+			return err
+		}
+		r.setClient(runClient)
+		ctrls = append(ctrls, ctrl)
+	}
+	defer func() {
+		for _, r := range e.kinds {
+			r.setClient(nil)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ctrls)+1)
+	start := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- err
+			}
+		}()
+	}
+	start(c.Start)
+	for _, ctrl := range ctrls {
+		start(ctrl.Start)
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+// controller makes a kind's controller for one run: its objects come from
+// the run's cache, and its daemons' requests from the kind's channel.
+func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller, error) {
+	opts := controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: r.settings.MaxConcurrentReconciles,
+		Logger:                  e.mgr.GetLogger(),
+	}
+	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
+	// Each run makes the controllers again, under the same names.
+	opts.SkipNameValidation = ptr.To(true)
+	ctrl, err := controller.NewUnmanaged(controllerName(r.gvk), opts)
+	if err != nil {
+		return nil, fmt.Errorf("create the controller for %s: %w", r.gvk.Kind, err)
+	}
+	if err := ctrl.Watch(source.Kind[client.Object](c, r.newObject(), &noticingHandler{memories: r.memories})); err != nil {
+		return nil, fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+	}
+	// Daemons ask for reconciles (to release a finalizer, or to spawn
+	// again) through this channel.
+	if err := ctrl.Watch(source.Channel(r.events, &handler.EnqueueRequestForObject{})); err != nil {
+		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.gvk.Kind, err)
+	}
+	return ctrl, nil
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}

@@ -1,0 +1,78 @@
+package reactor
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kopf-go/kopf/pkg/freeze"
+)
+
+// Names of the health checks and the metric.
+const (
+	ReadyzCheckName = "kopf-peering"
+	FrozenMetric    = "kopf_operator_frozen"
+)
+
+// addHealth adds a readiness check that fails while the operator is frozen
+// (saying why), a liveness check that does not (a restart would not help),
+// and the operator to the frozen-state metric.
+func addHealth(mgr manager.Manager, toggle *freeze.Toggle, identity string) error {
+	check := func(*http.Request) error {
+		if frozen, reason := toggle.Frozen(); frozen {
+			return fmt.Errorf("frozen: %s", reason)
+		}
+		return nil
+	}
+	if err := mgr.AddReadyzCheck(ReadyzCheckName, check); err != nil {
+		return fmt.Errorf("add the readiness check: %w", err)
+	}
+	if err := mgr.AddHealthzCheck(ReadyzCheckName, func(*http.Request) error { return nil }); err != nil {
+		return fmt.Errorf("add the liveness check: %w", err)
+	}
+	frozenStates.add(identity, toggle)
+	return nil
+}
+
+// frozenCollector reports, for every engine of the process, whether it is
+// frozen (1) or running (0), with the reason as a label.
+type frozenCollector struct {
+	desc    *prometheus.Desc
+	mu      sync.Mutex
+	toggles map[string]*freeze.Toggle
+	once    sync.Once
+}
+
+var frozenStates = &frozenCollector{
+	desc: prometheus.NewDesc(FrozenMetric, "Whether the kopf-go operator is frozen in favour of a peer (1) or running (0).",
+		[]string{"identity", "reason"}, nil),
+	toggles: map[string]*freeze.Toggle{},
+}
+
+func (c *frozenCollector) add(identity string, toggle *freeze.Toggle) {
+	// The collector is the process's one; registering it cannot fail but
+	// for being registered already.
+	c.once.Do(func() { _ = metrics.Registry.Register(c) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.toggles[identity] = toggle
+}
+
+func (c *frozenCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *frozenCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for identity, toggle := range c.toggles {
+		value := 0.0
+		frozen, reason := toggle.Frozen()
+		if frozen {
+			value = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, value, identity, reason)
+	}
+}
