@@ -22,6 +22,8 @@ type watcher struct {
 	p      *Peering
 	t      target
 	frozen bool
+	// present: the peering object was there when last seen.
+	present bool
 }
 
 // watch runs an informer on the one peering object and judges every state
@@ -83,6 +85,12 @@ func (w *watcher) watch(ctx context.Context) {
 // returns when to look again (when a freezing peer expires).
 func (w *watcher) judge(ctx context.Context, obj *unstructured.Unstructured) time.Time {
 	log := w.p.s.Logger
+	if obj != nil && !w.present {
+		// A peering object that appears gets this operator's record at once,
+		// not only at the next keep-alive.
+		w.p.touch(ctx, w.t, w.p.s.Lifetime)
+	}
+	w.present = obj != nil
 	if obj == nil {
 		if w.p.s.Mode == ModeMandatory {
 			w.set(true, fmt.Sprintf("the peering object %s does not exist", w.t))

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	// machinery logs nowhere.
 	ctrllog.SetLogger(logr.Discard())
 	var err error
-	env, err = testenv.Start(testenv.ExampleCRD(), "testdata/clusterkopfexamples.yaml")
+	env, err = testenv.Start(append(testenv.PeeringCRDs(), testenv.ExampleCRD(), "testdata/clusterkopfexamples.yaml")...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -43,6 +44,13 @@ func (e *Env) StartOperator(t testing.TB, namespace string, reg *handlers.Regist
 // that a test can add more to the manager first.
 func (e *Env) NewOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
 	t.Helper()
+	return e.NewOperatorOn(t, e.Config, namespace, reg, opts, tweaks...)
+}
+
+// NewOperatorOn is NewOperator with a connection of the test's own (e.g.
+// with an instrumented transport).
+func (e *Env) NewOperatorOn(t testing.TB, cfg *rest.Config, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
+	t.Helper()
 	logs := &Logs{t: t}
 	skip := true
 	mopts := manager.Options{
@@ -54,11 +62,11 @@ func (e *Env) NewOperator(t testing.TB, namespace string, reg *handlers.Registry
 	for _, tweak := range tweaks {
 		tweak(&mopts)
 	}
-	mgr, err := manager.New(e.Config, mopts)
+	mgr, err := manager.New(cfg, mopts)
 	if err != nil {
 		t.Fatalf("create a manager: %v", err)
 	}
-	if len(opts.Namespaces) == 0 {
+	if opts.Namespaces == nil { // an empty, non-nil list serves the whole cluster
 		opts.Namespaces = []string{namespace}
 	}
 	if err := handlers.SetupWithManager(mgr, reg, opts); err != nil {

@@ -72,6 +72,14 @@ func Start(crds ...string) (*Env, error) {
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
 
+// PeeringCRDs are the paths of the peering CRDs.
+func PeeringCRDs() []string {
+	return []string{
+		filepath.Join(Root(), "config", "crd", "kopfpeerings.yaml"),
+		filepath.Join(Root(), "config", "crd", "clusterkopfpeerings.yaml"),
+	}
+}
+
 // ExampleCRD is the path of the KopfExample CRD.
 func ExampleCRD() string { return filepath.Join(Root(), "examples", "crd.yaml") }
 

@@ -1,0 +1,140 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/handlers"
+)
+
+// named returns the example object with another name.
+func named(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	obj := exampleObject(t, namespace)
+	obj.SetName(name)
+	return obj
+}
+
+// Kopf's acceptance item 22: a live peer of higher priority freezes the
+// operator: no handler runs, daemons stop (OPERATOR_PAUSING), the watch
+// streams close, readiness fails; when the peer goes, the operator lists
+// everything afresh and handles what it missed, and daemons start again.
+// Its own record is in the peering object while it runs, and goes with it.
+func TestFreezeInFavourOfAHigherPriority(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	createPeering(t, ns, "default")
+	reg, kind := kex()
+	var seen calls
+	var stops stopCauses
+	handlers.OnCreate(kind, "create_fn", seen.record)
+	handlers.Daemon(kind, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+		seen.add(&handlers.Cause{HandlerID: "daemon/" + obj.GetName()})
+		<-ctx.Done()
+		stops.add(context.Cause(ctx))
+		return nil, ctx.Err()
+	})
+	w := &watches{resource: "kopfexamples"}
+	probes, metricsAt := freeAddress(t), freeAddress(t)
+	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator"}, func(o *manager.Options) {
+		o.HealthProbeBindAddress = probes
+		o.Metrics.BindAddress = metricsAt
+	})
+	op.Start(t)
+
+	create(t, named(t, ns, "before"))
+	eventually(t, "the object is handled and the record written", func() bool {
+		_, registered := peers(t, ns, "default")["go-operator"]
+		return isHandled(t, ns, "before") && len(seen.of("daemon/before")) == 1 && registered && w.count() > 0
+	})
+	if got := peers(t, ns, "default")["go-operator"].(map[string]any); got["priority"] != int64(0) || got["lifetime"] != int64(60) {
+		t.Errorf("own record = %v, want priority 0 and lifetime 60", got)
+	}
+
+	setPeer(t, ns, "default", "python-operator", kopfRecord(100, 60))
+	eventually(t, "the operator freezes", func() bool {
+		return len(op.Logs.Messages("Pausing operations in favour of [<Peer python-operator: priority=100, lifetime=60, lastseen=")) == 1
+	})
+	eventually(t, "the daemon stops and the watches close", func() bool {
+		return errors.Is(stops.last(), handlers.StopOperatorPausing) && w.count() == 0
+	})
+	if code, body := httpGet(t, "http://"+probes+"/readyz/kopf-peering"); code == http.StatusOK || !strings.Contains(body, "frozen: in favour of [<Peer python-operator") {
+		t.Errorf("readiness while frozen = %d %q, want a failure saying why", code, body)
+	}
+	if code, _ := httpGet(t, "http://"+probes+"/healthz/kopf-peering"); code != http.StatusOK {
+		t.Errorf("liveness while frozen = %d, want 200: a restart would not help", code)
+	}
+	if _, body := httpGet(t, "http://"+metricsAt+"/metrics"); !strings.Contains(body, `kopf_operator_frozen{identity="go-operator",reason="in favour of [<Peer python-operator`) ||
+		!strings.Contains(grep(body, "kopf_operator_frozen{"), `"} 1`) {
+		t.Errorf("the frozen metric is missing or 0:\n%s", grep(body, "kopf_operator_frozen"))
+	}
+	create(t, named(t, ns, "during"))
+	// Nothing can arrive: no watch is open. A while later, still nothing.
+	time.Sleep(time.Second)
+	if isHandled(t, ns, "during") || len(seen.of("create_fn")) != 1 {
+		t.Fatal("an object was handled while the operator was frozen")
+	}
+
+	setPeer(t, ns, "default", "python-operator", nil)
+	eventually(t, "the operator resumes and handles what it missed", func() bool {
+		return isHandled(t, ns, "during") && len(seen.of("daemon/before")) == 2 && len(seen.of("daemon/during")) == 1
+	})
+	if op.Logs.Count("Resuming operations after the pause. Conflicting operators with the same priority are gone.") != 1 {
+		t.Error("the resumption was not logged")
+	}
+	if code, body := httpGet(t, "http://"+probes+"/readyz/kopf-peering"); code != http.StatusOK {
+		t.Errorf("readiness after the freeze = %d %q", code, body)
+	}
+	if _, body := httpGet(t, "http://"+metricsAt+"/metrics"); !strings.Contains(body, `kopf_operator_frozen{identity="go-operator",reason=""} 0`) {
+		t.Errorf("the frozen metric after the freeze:\n%s", grep(body, "kopf_operator_frozen"))
+	}
+	if n := len(seen.of("create_fn")); n != 2 {
+		t.Errorf("create_fn ran %d times, want 2 (once per object)", n)
+	}
+	op.Stop(t)
+	if _, still := peers(t, ns, "default")["go-operator"]; still {
+		t.Error("the operator's own record outlived it")
+	}
+}
+
+// freeAddress returns a local address with a free port.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// httpGet returns the status code and body of a GET.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// grep returns the lines containing the substring.
+func grep(text, substring string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, substring) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
