@@ -76,6 +76,9 @@ func ParseFlags(args []string) (Flags, error) {
 	if f.AllNamespaces && len(f.Namespaces) > 0 {
 		return f, errors.New("parse the command line: --all-namespaces and --namespace exclude each other")
 	}
+	if f.Peering == "" {
+		f.Peering = os.Getenv("KOPF_RUN_PEERING") // as Kopf's kopf run
+	}
 	if f.Dev {
 		f.Priority = DevPriority
 	}

@@ -6,7 +6,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+func TestParseFlagsPeeringFromEnvironment(t *testing.T) {
+	t.Setenv("KOPF_RUN_PEERING", "from-env")
+	got, err := ParseFlags(nil)
+	if err != nil || got.Peering != "from-env" {
+		t.Errorf("ParseFlags() = %+v, %v; want the peering from KOPF_RUN_PEERING", got, err)
+	}
+	got, err = ParseFlags([]string{"--peering", "from-flag"})
+	if err != nil || got.Peering != "from-flag" {
+		t.Errorf("ParseFlags(--peering) = %+v, %v; the flag wins", got, err)
+	}
+}
+
 func TestParseFlags(t *testing.T) {
+	t.Setenv("KOPF_RUN_PEERING", "")
 	tests := []struct {
 		name    string
 		args    []string
