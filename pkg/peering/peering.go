@@ -78,6 +78,8 @@ func New(cfg *rest.Config, s Settings, toggle *freeze.Toggle) (*Peering, error) 
 	if s.Lifetime == 0 {
 		s.Lifetime = DefaultLifetime
 	}
+	// Records count whole seconds; a shorter lifetime would be dead on arrival.
+	s.Lifetime = max(s.Lifetime.Round(time.Second), time.Second)
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
 	}
@@ -208,9 +210,7 @@ func (p *Peering) crdServed(gvr schema.GroupVersionResource) bool {
 func (p *Peering) keepalive(ctx context.Context, t target) {
 	for {
 		p.touch(ctx, t, p.s.Lifetime)
-		lifetime := int(p.s.Lifetime.Seconds())
-		every := min(lifetime, max(1, lifetime-5-rand.IntN(6)))
-		timer := p.s.Clock.NewTimer(time.Duration(every) * time.Second)
+		timer := p.s.Clock.NewTimer(keepaliveInterval(p.s.Lifetime, 5+rand.IntN(6)))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -218,6 +218,16 @@ func (p *Peering) keepalive(ctx context.Context, t target) {
 		case <-timer.C():
 		}
 	}
+}
+
+// keepaliveInterval is how long keepalive waits between two writes of the
+// record, as Kopf computes it: min(lifetime, max(1, lifetime - jitter)) in
+// whole seconds, where jitter is Kopf's randint(5, 10), and never less than
+// one second (Kopf's sleep(max(1, ...))), so that a lifetime under a second
+// cannot make keepalive write without a pause.
+func keepaliveInterval(lifetime time.Duration, jitter int) time.Duration {
+	seconds := int(lifetime.Seconds())
+	return time.Duration(max(1, min(seconds, max(1, seconds-jitter)))) * time.Second
 }
 
 // touch writes this operator's record with the lifetime; a zero lifetime

@@ -158,9 +158,11 @@ func records(obj *unstructured.Unstructured) (map[string]*kopfv1.Peer, error) {
 		}
 		out = map[string]*kopfv1.Peer{}
 		for id, r := range each {
-			var peer kopfv1.Peer
+			// A pointer, so that a null record stays nil (being removed)
+			// rather than becoming an empty, live one.
+			var peer *kopfv1.Peer
 			if json.Unmarshal(r, &peer) == nil {
-				out[id] = &peer
+				out[id] = peer
 			}
 		}
 		return out, fmt.Errorf("read the peer records: %w", err)

@@ -36,8 +36,14 @@ func (p *KopfPeering) DeepCopy() *KopfPeering {
 	return out
 }
 
-// DeepCopyObject copies the object.
-func (p *KopfPeering) DeepCopyObject() runtime.Object { return p.DeepCopy() }
+// DeepCopyObject copies the object; a nil object copies to a nil
+// interface, as generated deep copies do.
+func (p *KopfPeering) DeepCopyObject() runtime.Object {
+	if c := p.DeepCopy(); c != nil {
+		return c
+	}
+	return nil
+}
 
 // DeepCopyObject copies the list.
 func (l *KopfPeeringList) DeepCopyObject() runtime.Object {
@@ -46,8 +52,11 @@ func (l *KopfPeeringList) DeepCopyObject() runtime.Object {
 	}
 	out := &KopfPeeringList{TypeMeta: l.TypeMeta}
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	for i := range l.Items {
-		out.Items = append(out.Items, *l.Items[i].DeepCopy())
+	if l.Items != nil { // an empty list stays empty, not nil
+		out.Items = make([]KopfPeering, len(l.Items))
+		for i := range l.Items {
+			out.Items[i] = *l.Items[i].DeepCopy()
+		}
 	}
 	return out
 }
@@ -62,8 +71,14 @@ func (p *ClusterKopfPeering) DeepCopy() *ClusterKopfPeering {
 	return out
 }
 
-// DeepCopyObject copies the object.
-func (p *ClusterKopfPeering) DeepCopyObject() runtime.Object { return p.DeepCopy() }
+// DeepCopyObject copies the object; a nil object copies to a nil
+// interface, as generated deep copies do.
+func (p *ClusterKopfPeering) DeepCopyObject() runtime.Object {
+	if c := p.DeepCopy(); c != nil {
+		return c
+	}
+	return nil
+}
 
 // DeepCopyObject copies the list.
 func (l *ClusterKopfPeeringList) DeepCopyObject() runtime.Object {
@@ -72,8 +87,11 @@ func (l *ClusterKopfPeeringList) DeepCopyObject() runtime.Object {
 	}
 	out := &ClusterKopfPeeringList{TypeMeta: l.TypeMeta}
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	for i := range l.Items {
-		out.Items = append(out.Items, *l.Items[i].DeepCopy())
+	if l.Items != nil { // an empty list stays empty, not nil
+		out.Items = make([]ClusterKopfPeering, len(l.Items))
+		for i := range l.Items {
+			out.Items[i] = *l.Items[i].DeepCopy()
+		}
 	}
 	return out
 }
