@@ -41,9 +41,9 @@ func (l *logs) Error(err error, msg string, _ ...any) {
 }
 
 // statusOf reads a peering object's status from the fake cluster.
-func statusOf(t *testing.T, p *Peering, tg target) map[string]any {
+func statusOf(t *testing.T, p *Peering, tg Target) map[string]any {
 	t.Helper()
-	u, err := p.dyn.Resource(tg.gvr).Namespace(tg.namespace).Get(context.Background(), tg.name, metav1.GetOptions{})
+	u, err := p.dyn.Resource(tg.Resource()).Namespace(tg.Namespace).Get(context.Background(), tg.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get the peering object: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestWatcherJudge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tg := target{gvr: clusterGVR, name: "default"}
+			tg := Target{Name: "default"}
 			var objects []runtime.Object
 			var obj map[string]any
 			if tt.status != "" {

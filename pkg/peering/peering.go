@@ -2,7 +2,6 @@ package peering
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -13,13 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	kopfv1 "github.com/kopf-go/kopf/pkg/apis/kopf/v1"
 	"github.com/kopf-go/kopf/pkg/freeze"
 )
 
@@ -112,32 +109,7 @@ func (p *Peering) Identity() string { return p.s.Identity }
 // (replicas of one operator would otherwise freeze each other).
 func (p *Peering) NeedLeaderElection() bool { return true }
 
-// target is one peering object this operator takes part in.
-type target struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-	name      string
-}
-
-func (t target) String() string {
-	if t.namespace == "" {
-		return fmt.Sprintf("'%s' cluster-wide", t.name)
-	}
-	return fmt.Sprintf("'%s' in '%s'", t.name, t.namespace)
-}
-
-func (t target) blocker() string { return "peering " + t.String() }
-
-func (p *Peering) targets() []target {
-	if len(p.s.Namespaces) == 0 {
-		return []target{{gvr: kopfv1.GroupVersion.WithResource(kopfv1.ClusterKopfPeeringResource), name: p.s.Name}}
-	}
-	var out []target
-	for _, ns := range p.s.Namespaces {
-		out = append(out, target{gvr: kopfv1.GroupVersion.WithResource(kopfv1.KopfPeeringResource), namespace: ns, name: p.s.Name})
-	}
-	return out
-}
+func (p *Peering) targets() []Target { return Targets(p.s.Name, p.s.Namespaces) }
 
 // Start runs peering until ctx is done, then removes this operator's
 // records from the peering objects.
@@ -147,7 +119,7 @@ func (p *Peering) Start(ctx context.Context) error {
 		return nil
 	}
 	targets := p.targets()
-	if !p.waitForCRD(ctx, targets[0].gvr) {
+	if !p.waitForCRD(ctx, targets[0].Resource()) {
 		return nil
 	}
 	var wg sync.WaitGroup
@@ -207,7 +179,7 @@ func (p *Peering) crdServed(gvr schema.GroupVersionResource) bool {
 
 // keepalive writes this operator's record now and then, a few seconds
 // before it would expire, as Kopf does.
-func (p *Peering) keepalive(ctx context.Context, t target) {
+func (p *Peering) keepalive(ctx context.Context, t Target) {
 	for {
 		p.touch(ctx, t, p.s.Lifetime)
 		timer := p.s.Clock.NewTimer(keepaliveInterval(p.s.Lifetime, 5+rand.IntN(6)))
@@ -232,7 +204,7 @@ func keepaliveInterval(lifetime time.Duration, jitter int) time.Duration {
 
 // touch writes this operator's record with the lifetime; a zero lifetime
 // removes it.
-func (p *Peering) touch(ctx context.Context, t target, lifetime time.Duration) {
+func (p *Peering) touch(ctx context.Context, t Target, lifetime time.Duration) {
 	var record any
 	if lifetime > 0 {
 		record = Peer{Identity: p.s.Identity, Priority: p.s.Priority, Lifetime: lifetime, LastSeen: p.s.Clock.Now()}.Record()
@@ -249,13 +221,7 @@ func (p *Peering) touch(ctx context.Context, t target, lifetime time.Duration) {
 	p.s.Logger.V(1).Info(fmt.Sprintf("Keep-alive in %s: %s.", t, result))
 }
 
-// patchStatus merges records into the peering object's status (the CRD
-// has no status subresource, as in Kopf).
-func (p *Peering) patchStatus(ctx context.Context, t target, records map[string]any) error {
-	data, err := json.Marshal(map[string]any{"status": records})
-	if err != nil {
-		return err
-	}
-	_, err = p.dyn.Resource(t.gvr).Namespace(t.namespace).Patch(ctx, t.name, types.MergePatchType, data, metav1.PatchOptions{})
-	return err
+// patchStatus merges records into the peering object's status.
+func (p *Peering) patchStatus(ctx context.Context, t Target, records map[string]any) error {
+	return WriteRecords(ctx, p.dyn, t, records)
 }

@@ -29,15 +29,15 @@ var (
 func TestTargetString(t *testing.T) {
 	tests := []struct {
 		name        string
-		target      target
+		target      Target
 		wantString  string
 		wantBlocker string
 	}{
-		{"cluster-wide", target{gvr: clusterGVR, name: "default"},
+		{"cluster-wide", Target{Name: "default"},
 			"'default' cluster-wide", "peering 'default' cluster-wide"},
-		{"namespaced", target{gvr: namespacedGVR, namespace: "ns", name: "default"},
+		{"namespaced", Target{Namespace: "ns", Name: "default"},
 			"'default' in 'ns'", "peering 'default' in 'ns'"},
-		{"another name", target{gvr: namespacedGVR, namespace: "ns1", name: "name0"},
+		{"another name", Target{Namespace: "ns1", Name: "name0"},
 			"'name0' in 'ns1'", "peering 'name0' in 'ns1'"},
 	}
 	for _, tt := range tests {
@@ -56,36 +56,36 @@ func TestTargets(t *testing.T) {
 	tests := []struct {
 		name     string
 		settings Settings
-		want     []target
+		want     []Target
 	}{
 		{
 			name:     "cluster-wide uses the ClusterKopfPeering",
 			settings: Settings{Name: "default"},
-			want:     []target{{gvr: clusterGVR, name: "default"}},
+			want:     []Target{{Name: "default"}},
 		},
 		{
 			name:     "an empty namespace list is cluster-wide",
 			settings: Settings{Name: "default", Namespaces: []string{}},
-			want:     []target{{gvr: clusterGVR, name: "default"}},
+			want:     []Target{{Name: "default"}},
 		},
 		{
 			name:     "one namespace uses its KopfPeering",
 			settings: Settings{Name: "default", Namespaces: []string{"ns"}},
-			want:     []target{{gvr: namespacedGVR, namespace: "ns", name: "default"}},
+			want:     []Target{{Namespace: "ns", Name: "default"}},
 		},
 		{
 			name:     "each served namespace, in order",
 			settings: Settings{Name: "name0", Namespaces: []string{"ns2", "ns1"}},
-			want: []target{
-				{gvr: namespacedGVR, namespace: "ns2", name: "name0"},
-				{gvr: namespacedGVR, namespace: "ns1", name: "name0"},
+			want: []Target{
+				{Namespace: "ns2", Name: "name0"},
+				{Namespace: "ns1", Name: "name0"},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &Peering{s: tt.settings}
-			if diff := cmp.Diff(tt.want, p.targets(), cmp.AllowUnexported(target{})); diff != "" {
+			if diff := cmp.Diff(tt.want, p.targets()); diff != "" {
 				t.Errorf("targets() mismatch (-want +got):\n%s", diff)
 			}
 		})

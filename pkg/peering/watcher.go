@@ -20,7 +20,7 @@ import (
 // operator.
 type watcher struct {
 	p      *Peering
-	t      target
+	t      Target
 	frozen bool
 	// present: the peering object was there when last seen.
 	present bool
@@ -29,9 +29,9 @@ type watcher struct {
 // watch runs an informer on the one peering object and judges every state
 // of it, and again whenever a freezing peer's record expires.
 func (w *watcher) watch(ctx context.Context) {
-	informer := dynamicinformer.NewFilteredDynamicInformer(w.p.dyn, w.t.gvr, w.t.namespace, 0, cache.Indexers{},
+	informer := dynamicinformer.NewFilteredDynamicInformer(w.p.dyn, w.t.Resource(), w.t.Namespace, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.t.name).String()
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.t.Name).String()
 		}).Informer()
 	states := make(chan *unstructured.Unstructured, 1)
 	latest := func(obj any) {

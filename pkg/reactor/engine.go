@@ -42,7 +42,7 @@ func (e *engine) NeedLeaderElection() bool { return true }
 func (e *engine) Start(ctx context.Context) error {
 	first := true
 	for {
-		if frozen, reason := e.toggle.Frozen(); frozen {
+		if frozen, reason := e.toggle.Frozen(); frozen && first {
 			e.log.Info("The operator starts frozen, and waits.", "reason", reason)
 		}
 		if err := e.toggle.WaitFor(ctx, false); err != nil {

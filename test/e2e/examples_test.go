@@ -69,6 +69,10 @@ type exampleCase struct {
 	status map[string]any
 	// finalizers are the object's finalizers while it is not deleted.
 	finalizers []string
+	// frozen: before the operator starts, `kopf freeze` puts a live record
+	// of a higher priority into the namespace's KopfPeering "default". A
+	// standalone operator must ignore it, and leave it as it is.
+	frozen bool
 }
 
 func TestExamples(t *testing.T) {
@@ -135,6 +139,24 @@ func TestExamples(t *testing.T) {
 		order: [][]string{{"CREATED 1st", "CREATED 2nd", "FIELD CHANGED: <nil> -> value",
 			"UPDATED", "FIELD CHANGED: value -> changed", "DELETED 1st", "DELETED 2nd"}},
 		finalizers: []string{finalizer},
+	}, {
+		// Kopf's e2e test runs this example standalone too: the peering
+		// itself is tested in test/integration.
+		name:      "06-peering",
+		frozen:    true,
+		succeeded: map[string]int{"create_fn": 1},
+		failed:    map[string]int{},
+		lines: map[string]int{
+			"Creation is processed: 1 succeeded; 0 failed.": 1,
+			"Adding the finalizer":                          0,
+			// Standalone: no records, no pauses.
+			"Keep-alive":                 0,
+			"Pausing":                    0,
+			"Possibly conflicting":       0,
+			"The operator starts frozen": 0,
+		},
+		present: []string{"Creation is in progress:"},
+		// create_fn returns nothing, so there is no status.
 	}, {
 		name: "14-daemons",
 		// Each daemon fails at retries 0, 1 and 2 with a delay of 1 s,
@@ -248,6 +270,9 @@ func TestExamples(t *testing.T) {
 func runExample(t *testing.T, tc exampleCase) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
+	if tc.frozen {
+		freeze(t, ns)
+	}
 	op := startExample(t, tc.name, ns)
 	op.waitForLine(t, "Starting workers")
 
@@ -314,6 +339,9 @@ func runExample(t *testing.T, tc exampleCase) {
 	}
 	if n := op.count("panic"); n > 0 {
 		t.Errorf("the output mentions a panic %d times", n)
+	}
+	if tc.frozen {
+		checkFrozen(t, ns)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // examples are the example packages this package builds and runs.
-var examples = []string{"01-minimal", "03-exceptions", "05-handlers", "14-daemons", "15-timers"}
+var examples = []string{"01-minimal", "03-exceptions", "05-handlers", "06-peering", "14-daemons", "15-timers"}
 
 var (
 	// env is the one control plane of the package.
@@ -50,7 +50,9 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env, err = testenv.Start(testenv.ExampleCRD())
+	// The peering CRDs are there, as in a cluster with peering; the
+	// examples run standalone, so they must not matter.
+	env, err = testenv.Start(append([]string{testenv.ExampleCRD()}, testenv.PeeringCRDs()...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -68,9 +70,10 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// buildExamples builds every example once, in one go build, into dir.
+// buildExamples builds every example once, and the kopf command, in one
+// go build, into dir.
 func buildExamples(dir string) error {
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	args := []string{"build", "-o", dir + string(filepath.Separator), "./cmd/kopf"}
 	for _, name := range examples {
 		args = append(args, "./examples/"+name)
 	}
