@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,4 +107,31 @@ func (k *Kind[T]) add(h *registry.ChangeHandler) {
 		h.ID += "/" + h.Field.String()
 	}
 	k.kind.Changing = append(k.kind.Changing, h)
+}
+
+// Subhandler registers a sub-handler from within a change handler (Kopf's
+// @kopf.subhandler and kopf.register): it runs after the parent returns,
+// with the same cause, under the id "<parent id>/<id>", with progress and
+// retries of its own, and its result in status.<parent id>/<id>. Until all
+// of a parent's sub-handlers are finished, the parent is called again on
+// every cycle, so it must register them the same way each time. Options
+// are those of OnUpdate (filters, limits, Field with Old/New). It fails
+// outside a change handler.
+func Subhandler[T client.Object](c *Cause, id string, fn ChangeFunc[T], opts ...UpdateOption) error {
+	h := &registry.ChangeHandler{}
+	h.ID = id
+	h.Fn = func(ctx context.Context, obj registry.Object, c *causes.Cause) (any, error) {
+		return fn(ctx, obj.(T), c)
+	}
+	for _, o := range opts {
+		o.applyChange(h)
+	}
+	if len(h.Field) > 0 {
+		h.ID += "/" + h.Field.String()
+		h.FieldNeedsChange = true
+	}
+	if !c.AddSubhandler(h) {
+		return fmt.Errorf("register the sub-handler %q: sub-handlers can be registered only while a change handler runs", id)
+	}
+	return nil
 }

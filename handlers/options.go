@@ -21,6 +21,18 @@ type CreateOption interface {
 	create()
 }
 
+// EventOption configures an OnEvent handler: filters only.
+type EventOption interface {
+	applyEvent(*registry.EventHandler)
+	event()
+}
+
+// IndexOption configures an Index handler.
+type IndexOption interface {
+	applyIndex(*registry.IndexHandler)
+	index()
+}
+
 // DaemonOption configures a Daemon.
 type DaemonOption interface {
 	applySpawn(*registry.SpawnHandler)
@@ -57,12 +69,14 @@ type FieldOption interface {
 	field()
 }
 
-// Option is an option of every handler: change handlers, daemons and
-// timers.
+// Option is a filter, an option of every handler: change handlers,
+// daemons, timers, on-event and index handlers.
 type Option func(*execution.Handler, *registry.Filters)
 
 func (o Option) applyChange(h *registry.ChangeHandler) { o(&h.Handler, &h.Filters) }
 func (o Option) applySpawn(h *registry.SpawnHandler)   { o(&h.Handler, &h.Filters) }
+func (o Option) applyEvent(h *registry.EventHandler)   { o(&h.Handler, &h.Filters) }
+func (o Option) applyIndex(h *registry.IndexHandler)   { o(&h.Handler, &h.Filters) }
 func (Option) create()                                 {}
 func (Option) update()                                 {}
 func (Option) delete()                                 {}
@@ -70,27 +84,39 @@ func (Option) resume()                                 {}
 func (Option) field()                                  {}
 func (Option) daemon()                                 {}
 func (Option) timer()                                  {}
+func (Option) event()                                  {}
+func (Option) index()                                  {}
+
+// LimitOption is an option of the handlers that are retried: all but
+// on-event handlers (their errors are only logged, as in Kopf).
+type LimitOption func(*execution.Handler)
+
+func (o LimitOption) applyChange(h *registry.ChangeHandler) { o(&h.Handler) }
+func (o LimitOption) applySpawn(h *registry.SpawnHandler)   { o(&h.Handler) }
+func (o LimitOption) applyIndex(h *registry.IndexHandler)   { o(&h.Handler) }
+func (LimitOption) create()                                 {}
+func (LimitOption) update()                                 {}
+func (LimitOption) delete()                                 {}
+func (LimitOption) resume()                                 {}
+func (LimitOption) field()                                  {}
+func (LimitOption) daemon()                                 {}
+func (LimitOption) timer()                                  {}
+func (LimitOption) index()                                  {}
 
 // Retries limits the attempts of a handler (in total, as in Kopf: 3 means
 // the handler is called at most three times). Zero: no limit.
-func Retries(n int) Option { return func(h *execution.Handler, _ *registry.Filters) { h.Retries = n } }
+func Retries(n int) LimitOption { return func(h *execution.Handler) { h.Retries = n } }
 
 // Backoff is the delay before retrying after an arbitrary error (default:
 // Options.DefaultBackoff, 60 s).
-func Backoff(d time.Duration) Option {
-	return func(h *execution.Handler, _ *registry.Filters) { h.Backoff = &d }
-}
+func Backoff(d time.Duration) LimitOption { return func(h *execution.Handler) { h.Backoff = &d } }
 
 // Timeout limits the time since the first attempt; after it the handler
 // fails. It is also the deadline of the handler's context.
-func Timeout(d time.Duration) Option {
-	return func(h *execution.Handler, _ *registry.Filters) { h.Timeout = d }
-}
+func Timeout(d time.Duration) LimitOption { return func(h *execution.Handler) { h.Timeout = d } }
 
 // Errors sets what arbitrary errors mean for the handler.
-func Errors(mode ErrorsMode) Option {
-	return func(h *execution.Handler, _ *registry.Filters) { h.Errors = mode }
-}
+func Errors(mode ErrorsMode) LimitOption { return func(h *execution.Handler) { h.Errors = mode } }
 
 // Field makes the handler care about one field (dotted, e.g. "spec.field"):
 // it runs only when the field is present in the old or new state (or
@@ -120,6 +146,10 @@ type Labels map[string]Filter
 
 func (l Labels) applyChange(h *registry.ChangeHandler) { h.Labels = l }
 func (l Labels) applySpawn(h *registry.SpawnHandler)   { h.Labels = l }
+func (l Labels) applyEvent(h *registry.EventHandler)   { h.Labels = l }
+func (l Labels) applyIndex(h *registry.IndexHandler)   { h.Labels = l }
+func (Labels) event()                                  {}
+func (Labels) index()                                  {}
 func (Labels) daemon()                                 {}
 func (Labels) timer()                                  {}
 func (Labels) create()                                 {}
@@ -133,6 +163,10 @@ type Annotations map[string]Filter
 
 func (a Annotations) applyChange(h *registry.ChangeHandler) { h.Annotations = a }
 func (a Annotations) applySpawn(h *registry.SpawnHandler)   { h.Annotations = a }
+func (a Annotations) applyEvent(h *registry.EventHandler)   { h.Annotations = a }
+func (a Annotations) applyIndex(h *registry.IndexHandler)   { h.Annotations = a }
+func (Annotations) event()                                  {}
+func (Annotations) index()                                  {}
 func (Annotations) daemon()                                 {}
 func (Annotations) timer()                                  {}
 func (Annotations) create()                                 {}

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/peering"
 	"github.com/kopf-go/kopf/pkg/progress"
 	"github.com/kopf-go/kopf/pkg/reactor"
@@ -66,6 +67,9 @@ type Options struct {
 	// WrapClient, if set, wraps the clients the engine reads and writes
 	// with: for instrumentation, or to inject failures in tests.
 	WrapClient func(client.Client) client.Client
+	// Memo is the operator's memo: startup handlers may fill it, and every
+	// object's memo starts as a (shallow) copy of it.
+	Memo *memo.Memo
 }
 
 func (o Options) settings() reactor.Settings {
@@ -82,6 +86,7 @@ func (o Options) settings() reactor.Settings {
 		Namespaces:              o.Namespaces,
 		Peering:                 o.peering(),
 		WrapClient:              o.WrapClient,
+		Memo:                    o.Memo,
 	}
 }
 

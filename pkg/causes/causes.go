@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
 )
 
@@ -118,6 +120,62 @@ type Cause struct {
 	// Patch collects changes to the object; it is applied after the handler
 	// returns, together with the framework's own changes.
 	Patch *patch.Patch
+	// Memo is the object's memo, shared with its other handlers, daemons
+	// and timers for as long as this process knows the object.
+	Memo *memo.Memo
+	// Indices are the operator's indices, by index handler id.
+	Indices *indexing.Indices
+
+	// subhandlers collects what the handler registers as sub-handlers
+	// (nil where sub-handlers cannot be registered).
+	subhandlers *[]any
+}
+
+// AllowSubhandlers lets the handler that gets this cause register
+// sub-handlers.
+func (c *Cause) AllowSubhandlers() { c.subhandlers = &[]any{} }
+
+// AddSubhandler registers a sub-handler (the engine's handler type) and
+// reports whether sub-handlers can be registered here at all.
+func (c *Cause) AddSubhandler(h any) bool {
+	if c.subhandlers == nil {
+		return false
+	}
+	*c.subhandlers = append(*c.subhandlers, h)
+	return true
+}
+
+// Subhandlers are the sub-handlers registered so far.
+func (c *Cause) Subhandlers() []any {
+	if c.subhandlers == nil {
+		return nil
+	}
+	return *c.subhandlers
+}
+
+// Watch event types, as on-event handlers see them. The initial listing
+// (and the listing after a freeze) has no type, as in Kopf.
+const (
+	EventListed   = ""
+	EventAdded    = "ADDED"
+	EventModified = "MODIFIED"
+	EventDeleted  = "DELETED"
+)
+
+// Event is what an on-event handler learns beside the object.
+type Event struct {
+	// Type is the watch event's type: EventListed, EventAdded,
+	// EventModified or EventDeleted.
+	Type string
+	// HandlerID is the id of the handler being called.
+	HandlerID string
+	// Body is the object as a JSON-like map. Treat it as read-only.
+	Body map[string]any
+	// Patch collects changes to the object (results go to status.<id>).
+	Patch *patch.Patch
+	// Memo and Indices are as in Cause.
+	Memo    *memo.Memo
+	Indices *indexing.Indices
 }
 
 // Spec returns the object's spec as a map, nil if it has none.

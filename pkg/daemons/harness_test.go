@@ -256,7 +256,7 @@ func (h *harness) timer(id string, spec Spec) Handler {
 // sync tells the supervisor which handlers match the object now, with the
 // harness's current essence fingerprint.
 func (h *harness) sync(hs ...Handler) {
-	h.sup.Sync(ref, h.host, h.log, hs, h.essence)
+	h.sup.Sync(ref, h.host, h.log, hs, h.essence, nil)
 }
 
 // next waits for the next call of any scripted function.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
 )
 
@@ -215,9 +216,21 @@ func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonC
 		Runtime:   state.Runtime(now),
 		Patch:     patch.New(),
 		Body:      body,
+		Memo:      r.objectMemo(),
+		Indices:   r.sup.settings.Indices,
 		r:         r,
 		now:       now,
 	}, nil
+}
+
+// objectMemo is the object's memo as the last Sync gave it.
+func (r *runner) objectMemo() *memo.Memo {
+	r.sup.mu.Lock()
+	defer r.sup.mu.Unlock()
+	if r.obj.memo == nil {
+		r.obj.memo = &memo.Memo{}
+	}
+	return r.obj.memo
 }
 
 // fetchFailed retries later when the object cannot be read.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
 )
 
@@ -109,6 +111,10 @@ type DaemonCause struct {
 	Patch *patch.Patch
 	// Body is the object as a JSON-like map when the call began; read-only.
 	Body map[string]any
+	// Memo is the object's memo, shared with its change handlers.
+	Memo *memo.Memo
+	// Indices are the operator's indices.
+	Indices *indexing.Indices
 
 	r   *runner
 	now time.Time

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -27,6 +30,8 @@ type Settings struct {
 	Clock clock.WithTicker
 	// Logger receives the supervisor's own lines (shutdown reports).
 	Logger logr.Logger
+	// Indices are given to every daemon and timer.
+	Indices *indexing.Indices
 }
 
 // Defaults of Settings.
@@ -110,6 +115,7 @@ type object struct {
 	idleReset      time.Time
 	essence        uint64
 	gone           bool
+	memo           *memo.Memo
 }
 
 func (o *object) idleLeft(idle time.Duration) time.Duration {
@@ -144,13 +150,14 @@ func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
 // fingerprint tells timers with an idle time whether the object changed.
 // Handlers that are still stopping count as running: they are spawned again
 // after they have exited (which triggers another reconcile).
-func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64) {
+func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64, m *memo.Memo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing || s.paused {
 		return
 	}
 	o := s.objectLocked(ref, host, log)
+	o.memo = m
 	if essence != o.essence {
 		o.essence = essence
 		o.idleReset = s.clock.Now()

@@ -83,6 +83,13 @@ type HandlerRetriesError struct{ Message string }
 
 func (e *HandlerRetriesError) Error() string { return e.Message }
 
+// ChildrenRetry is the parent's outcome while some of its sub-handlers are
+// not finished: the parent runs again after Delay (the earliest of its
+// children's). Its message is "None", as Kopf stores it.
+type ChildrenRetry struct{ Delay time.Duration }
+
+func (e *ChildrenRetry) Error() string { return "None" }
+
 func errText(err error) string {
 	if err == nil {
 		return ""

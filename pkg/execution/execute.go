@@ -51,6 +51,8 @@ type Outcome struct {
 	// (the operator or the daemon is stopping). It is neither a success nor
 	// a failure: the attempt does not count.
 	Cancelled bool
+	// Subrefs are the ids of the handler's sub-handlers, of all depths.
+	Subrefs []string
 }
 
 // Defaults are the settings that apply to handlers that set nothing.
@@ -136,7 +138,12 @@ func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time,
 	willExceed := h.Retries > 0 && st.Retries+1 >= h.Retries
 
 	var temporary *TemporaryError
+	var children *ChildrenRetry
 	switch {
+	case errors.As(err, &children):
+		log.V(1).Info(fmt.Sprintf("%s has unfinished sub-handlers. Will retry soon.", h))
+		delay := children.Delay
+		return Outcome{Err: err, Delay: &delay}
 	case errors.As(err, &temporary):
 		switch {
 		case willTimeOut(temporary.Delay):

@@ -100,6 +100,11 @@ func (s *HandlerState) WithOutcome(o Outcome, now time.Time) *HandlerState {
 		msg := o.Err.Error()
 		next.Message = &msg
 	}
+	if len(o.Subrefs) > 0 {
+		subrefs := append(slices.Clone(s.Subrefs), o.Subrefs...)
+		slices.Sort(subrefs)
+		next.Subrefs = slices.Compact(subrefs)
+	}
 	return &next
 }
 

@@ -123,18 +123,9 @@ func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry
 		}
 	}
 	hs := state.Handlers[id]
-	cause := h.Narrow(*subject.Cause)
-	cause.Retry = hs.Retries
-	cause.Started = hs.Started
-	cause.Runtime = hs.Runtime(now)
-
-	obj := c.obj.DeepCopyObject().(registry.Object)
-	hctx := logr.NewContext(ctx, c.log)
 	// The operator's stop waits for the handler, and names it while it does.
 	done := r.sup.Track(fmt.Sprintf("%s of %s", h.Handler, c.ref()))
-	outcome := execution.Execute(hctx, &h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
-		return h.Fn(ctx, obj, &cause)
-	})
+	outcome := r.invoke(ctx, c, subject, h, hs, now)
 	done()
 	if outcome.Cancelled {
 		return // the operator is stopping; the handler runs again after the restart
@@ -145,4 +136,69 @@ func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry
 			c.log.Error(err, fmt.Sprintf("The result of handler '%s' cannot be stored: it does not encode as JSON.", id))
 		}
 	}
+}
+
+// invoke calls the handler once, and then the sub-handlers it registered:
+// while any of them is not finished, the parent is not either (it runs
+// again, as in Kopf; parents must be idempotent).
+func (r *reconciler) invoke(ctx context.Context, c *cycle, subject *registry.Subject, h *registry.ChangeHandler, hs *execution.HandlerState, now time.Time) execution.Outcome {
+	cause := h.Narrow(*subject.Cause)
+	cause.Retry = hs.Retries
+	cause.Started = hs.Started
+	cause.Runtime = hs.Runtime(now)
+	cause.AllowSubhandlers()
+	obj := c.obj.DeepCopyObject().(registry.Object)
+	var subrefs []string
+	outcome := execution.Execute(logr.NewContext(ctx, c.log), &h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
+		result, err := h.Fn(ctx, obj, &cause)
+		if err != nil || len(cause.Subhandlers()) == 0 {
+			return result, err
+		}
+		done, delay, refs := r.runSubhandlers(ctx, c, subject, h.ID, cause.Subhandlers(), now)
+		subrefs = refs
+		if !done {
+			return nil, &execution.ChildrenRetry{Delay: delay}
+		}
+		return result, nil
+	})
+	outcome.Subrefs = subrefs
+	return outcome
+}
+
+// runSubhandlers runs the due one of the sub-handlers a parent registered
+// (one per cycle, as the top-level handlers), with ids "<parent>/<id>",
+// their progress kept beside the parent's, and their results in
+// status.<parent>/<id>. It reports whether all are finished, when the next
+// is due, and all their ids (sub-handlers of sub-handlers included).
+func (r *reconciler) runSubhandlers(ctx context.Context, c *cycle, subject *registry.Subject, parent string, registered []any, now time.Time) (bool, time.Duration, []string) {
+	var subs []*registry.ChangeHandler
+	for _, item := range registered {
+		h := *item.(*registry.ChangeHandler) // each parent call registers afresh
+		h.ID = parent + "/" + h.ID
+		subs = append(subs, &h)
+	}
+	kind := &registry.Kind{Changing: subs}
+	selected := kind.Select(subject)
+	ids := kind.IDs()
+	state := execution.Load(c.body, r.settings.Progress, ids, now, func(id string, err error) {
+		c.log.Error(err, fmt.Sprintf("The progress of sub-handler '%s' cannot be read and is ignored.", id))
+	})
+	selectedIDs := make([]string, len(selected))
+	for i, h := range selected {
+		selectedIDs[i] = h.ID
+	}
+	state.Activate(string(subject.Cause.Reason), selectedIDs, now)
+	if id, ok := state.Next(selectedIDs, now); ok {
+		r.runHandler(ctx, c, subject, selected, state, id, now)
+	}
+	refs := append([]string(nil), ids...)
+	for _, id := range state.Order {
+		h := state.Handlers[id]
+		if h.Active && h.Changed() {
+			r.settings.Progress.Store(c.body, c.patch, id, h.Record())
+		}
+		refs = append(refs, h.Subrefs...)
+	}
+	delay, pending := state.Delay(r.settings.Clock.Now())
+	return !pending, delay, refs
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/freeze"
+	"github.com/kopf-go/kopf/pkg/indexing"
 )
 
 // engine runs the kinds' controllers on a cache of their own, and stops
@@ -32,6 +34,7 @@ type engine struct {
 	toggle  *freeze.Toggle
 	cacheOf func() (cache.Cache, error)
 	wrap    func(client.Client) client.Client
+	indices *indexing.Indices
 	log     logr.Logger
 }
 
@@ -109,11 +112,14 @@ func (e *engine) run(ctx context.Context) error {
 	runClient = e.wrap(runClient)
 	var ctrls []controller.Controller
 	for _, r := range e.kinds {
+		r.setClient(runClient)
+		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
+			continue // only low-level handlers: nothing to reconcile
+		}
 		ctrl, err := e.controller(r, c)
 		if err != nil {
 			return err
 		}
-		r.setClient(runClient)
 		ctrls = append(ctrls, ctrl)
 	}
 	defer func() {
@@ -134,12 +140,56 @@ func (e *engine) run(ctx context.Context) error {
 		}()
 	}
 	start(c.Start)
-	for _, ctrl := range ctrls {
-		start(ctrl.Start)
+	// Indices are built afresh from each listing; handlers start only once
+	// the listing of every indexed kind is indexed, as Kopf guarantees.
+	if err := e.lowLevel(ctx, c); err != nil {
+		errs <- err
+	} else {
+		for _, ctrl := range ctrls {
+			start(ctrl.Start)
+		}
 	}
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// lowLevel registers the indexing and on-event handlers of the kinds that
+// have them on the run's informers, and waits until the first listing of
+// every indexed kind has been indexed.
+func (e *engine) lowLevel(ctx context.Context, c cache.Cache) error {
+	var indexed []toolscache.InformerSynced
+	for _, r := range e.kinds {
+		for _, h := range r.kind.Indexing {
+			e.indices.Ensure(h.ID).Clear()
+		}
+	}
+	for _, r := range e.kinds {
+		if len(r.kind.Indexing) == 0 && len(r.kind.Watching) == 0 {
+			continue
+		}
+		informer, err := c.GetInformer(ctx, r.newObject())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+		}
+		handler := &lowLevel{r: r, ctx: ctx, log: e.mgr.GetLogger().WithValues("controller", controllerName(r.gvk))}
+		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: handler.OnAdd, UpdateFunc: handler.OnUpdate, DeleteFunc: handler.OnDelete,
+		})
+		if err != nil {
+			return fmt.Errorf("handle the events of %s: %w", r.gvk.Kind, err)
+		}
+		if len(r.kind.Indexing) > 0 {
+			indexed = append(indexed, registration.HasSynced)
+		}
+	}
+	if len(indexed) > 0 && !toolscache.WaitForCacheSync(ctx.Done(), indexed...) && ctx.Err() == nil {
+		return errors.New("the first listing of the indexed kinds did not complete")
+	}
+	return nil
 }
 
 // controller makes a kind's controller for one run: its objects come from

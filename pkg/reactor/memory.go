@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
 )
 
@@ -29,6 +30,8 @@ type memory struct {
 	// oversizedEssence is the last handled essence when it could not be
 	// stored on the object because of its size.
 	oversizedEssence map[string]any
+	// memo is the object's memo: a copy of the operator's at first sight.
+	memo *memo.Memo
 	// reported remembers which malformed values were already reported
 	// with an Event, so that a bad annotation produces one Event, not one
 	// per cycle.
@@ -40,10 +43,12 @@ type memories struct {
 	mu    sync.Mutex
 	byUID map[types.UID]*memory
 	byKey map[types.NamespacedName]types.UID
+	// operator is the operator's memo, which objects' memos start from.
+	operator *memo.Memo
 }
 
-func newMemories() *memories {
-	return &memories{byUID: map[types.UID]*memory{}, byKey: map[types.NamespacedName]types.UID{}}
+func newMemories(operator *memo.Memo) *memories {
+	return &memories{byUID: map[types.UID]*memory{}, byKey: map[types.NamespacedName]types.UID{}, operator: operator}
 }
 
 // notice creates the memory of an object on its first sighting, recording
@@ -69,7 +74,7 @@ func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing
 	if old, ok := m.byKey[key]; ok && old != uid {
 		delete(m.byUID, old)
 	}
-	mem := &memory{noticedByListing: listing}
+	mem := &memory{noticedByListing: listing, memo: m.operator.Copy()}
 	m.byUID[uid] = mem
 	m.byKey[key] = uid
 	return mem

@@ -189,9 +189,10 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 		Obj:         c.obj,
 		Labels:      c.obj.GetLabels(),
 		Annotations: c.obj.GetAnnotations(),
-		Cause:       &causes.Cause{Reason: reason, Body: c.body, Old: asAny(oldEssence), New: newEssence, Diff: d, Patch: c.patch},
-		Initial:     initial,
-		Deleting:    deleting,
+		Cause: &causes.Cause{Reason: reason, Body: c.body, Old: asAny(oldEssence), New: newEssence, Diff: d, Patch: c.patch,
+			Memo: c.mem.memo, Indices: r.settings.Indices},
+		Initial:  initial,
+		Deleting: deleting,
 	}
 	// An object that no change handler could care about is left alone: no
 	// state, no finalizer, no log lines ("stealth mode").

@@ -26,6 +26,8 @@ import (
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/freeze"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/peering"
 	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/progress"
@@ -64,6 +66,10 @@ type Settings struct {
 	// WrapClient, if set, wraps the clients the engine reads and writes
 	// with (instrumentation, or fault injection in tests).
 	WrapClient func(client.Client) client.Client
+	// Memo is the operator's memo; objects' memos start as copies of it.
+	Memo *memo.Memo
+	// Indices are the operator's indices, filled by index handlers.
+	Indices *indexing.Indices
 }
 
 // enqueueBuffer is how many reconcile requests of daemons may wait for the
@@ -108,6 +114,12 @@ func (s Settings) WithDefaults() Settings {
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
 	}
+	if s.Memo == nil {
+		s.Memo = &memo.Memo{}
+	}
+	if s.Indices == nil {
+		s.Indices = &indexing.Indices{}
+	}
 	return s
 }
 
@@ -146,9 +158,10 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		DefaultBackoff: s.DefaultBackoff,
 		Clock:          s.Clock,
 		Logger:         mgr.GetLogger().WithName("daemons"),
+		Indices:        s.Indices,
 	})
 	toggle := &freeze.Toggle{}
-	eng := &engine{mgr: mgr, sup: sup, toggle: toggle, wrap: wrap, log: mgr.GetLogger().WithName("engine"),
+	eng := &engine{mgr: mgr, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, log: mgr.GetLogger().WithName("engine"),
 		cacheOf: func() (cache.Cache, error) {
 			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
 			if len(s.Namespaces) > 0 {
@@ -172,7 +185,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 			gvk:      gvk,
 			settings: s,
 			writer:   writer,
-			memories: newMemories(),
+			memories: newMemories(s.Memo),
 			sup:      sup,
 			events:   make(chan event.GenericEvent, enqueueBuffer),
 			statusSubresource: func(ctx context.Context) (bool, error) {

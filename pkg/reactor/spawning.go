@@ -21,7 +21,7 @@ func (r *reconciler) spawnSubject(c *cycle) *registry.Subject {
 		Obj:         c.obj,
 		Labels:      c.obj.GetLabels(),
 		Annotations: c.obj.GetAnnotations(),
-		Cause:       &causes.Cause{Body: c.body, Patch: c.patch},
+		Cause:       &causes.Cause{Body: c.body, Patch: c.patch, Memo: c.mem.memo, Indices: r.settings.Indices},
 	}
 }
 
@@ -43,7 +43,7 @@ func (r *reconciler) syncDaemons(c *cycle) {
 		h.Write(diffbase.Encode(c.newEssence))
 		fingerprint = h.Sum64()
 	}
-	r.sup.Sync(c.ref(), r, c.log, handlers, fingerprint)
+	r.sup.Sync(c.ref(), r, c.log, handlers, fingerprint, c.mem.memo)
 }
 
 // daemonsRequireFinalizer reports whether a daemon or timer that matches

@@ -51,12 +51,26 @@ type Kind struct {
 	Changing []*ChangeHandler
 	// Spawning are the daemons and timers in registration order.
 	Spawning []*SpawnHandler
+	// Watching are the on-event handlers, Indexing the index handlers.
+	Watching []*EventHandler
+	Indexing []*IndexHandler
 }
 
 // Registry is everything an operator registered.
 type Registry struct {
 	Kinds []*Kind
 	errs  []error
+	// indexIDs counts index handlers by id: indices are operator-wide.
+	indexIDs map[string]int
+}
+
+// AddIndex registers an index handler for the kind.
+func (r *Registry) AddIndex(k *Kind, h *IndexHandler) {
+	if r.indexIDs == nil {
+		r.indexIDs = map[string]int{}
+	}
+	r.indexIDs[h.ID]++
+	k.Indexing = append(k.Indexing, h)
 }
 
 // Fail records a registration problem, reported later by Validate (so that
@@ -91,6 +105,19 @@ func (r *Registry) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: handler %q: retries, timeout and backoff cannot be negative", k.GVK.Kind, h.ID))
 			}
 		}
+		lowLevel := map[string]bool{}
+		for _, h := range k.Watching {
+			if lowLevel["event "+h.ID] {
+				errs = append(errs, fmt.Errorf("%s: on-event handler id %q is registered twice", k.GVK.Kind, h.ID))
+			}
+			lowLevel["event "+h.ID] = true
+		}
+		for _, h := range k.Indexing {
+			if r.indexIDs[h.ID] > 1 {
+				errs = append(errs, fmt.Errorf("index %q is registered twice: index ids are operator-wide", h.ID))
+				r.indexIDs[h.ID] = 1 // report once
+			}
+		}
 		spawned := map[string]bool{}
 		for _, h := range k.Spawning {
 			if h.ID == "" {
@@ -122,6 +149,11 @@ func (k *Kind) ExtraFields() []fields.Path {
 		}
 	}
 	for _, h := range k.Spawning {
+		if len(h.Field) > 0 {
+			out = append(out, h.Field)
+		}
+	}
+	for _, h := range k.Watching {
 		if len(h.Field) > 0 {
 			out = append(out, h.Field)
 		}

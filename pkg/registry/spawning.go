@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/fields"
@@ -19,30 +18,32 @@ func (h *SpawnHandler) Daemon() daemons.Handler {
 	return daemons.Handler{Handler: h.Handler, Spec: h.Spec}
 }
 
-// matches applies the filters to the object as it is now (daemons and
-// timers have no old and new state to compare).
-func (h *SpawnHandler) matches(s *Subject) bool {
-	if !matchMeta(h.Labels, s.Labels) || !matchMeta(h.Annotations, s.Annotations) {
+// matchBody applies the filters to the object as it is now (daemons,
+// timers, on-event and index handlers have no old and new state).
+func (f *Filters) matchBody(s *Subject, id string) bool {
+	if !matchMeta(f.Labels, s.Labels) || !matchMeta(f.Annotations, s.Annotations) {
 		return false
 	}
 	body := s.Cause.Body
-	if len(h.Field) > 0 {
-		v, present := fields.Resolve(body, h.Field)
-		if h.Value.IsSet() && !h.Value.Match(v, present) || !h.Value.IsSet() && !present {
+	if len(f.Field) > 0 {
+		v, present := fields.Resolve(body, f.Field)
+		if f.Value.IsSet() && !f.Value.Match(v, present) || !f.Value.IsSet() && !present {
 			return false
 		}
 	}
-	if h.When == nil {
+	if f.When == nil {
 		return true
 	}
-	return h.When(s.Obj, &causes.Cause{HandlerID: h.ID, Body: body, Patch: s.Cause.Patch})
+	c := *s.Cause
+	c.HandlerID = id
+	return f.When(s.Obj, &c)
 }
 
 // MatchSpawning returns the daemons and timers that match the object now.
 func (k *Kind) MatchSpawning(s *Subject) []*SpawnHandler {
 	var out []*SpawnHandler
 	for _, h := range k.Spawning {
-		if h.matches(s) {
+		if h.matchBody(s, h.ID) {
 			out = append(out, h)
 		}
 	}

@@ -1,0 +1,84 @@
+package handlers
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// RawEvent is what an on-event handler learns beside the object: the watch
+// event's type (EventListed, EventAdded, EventModified, EventDeleted), a
+// patch, the object's memo and the indices.
+type RawEvent = causes.Event
+
+// The watch event types. The listing (at start, and after a freeze) has no
+// type, as in Kopf.
+const (
+	EventListed   = causes.EventListed
+	EventAdded    = causes.EventAdded
+	EventModified = causes.EventModified
+	EventDeleted  = causes.EventDeleted
+)
+
+// EventFunc is an on-event handler. A non-nil result lands in status.<id>,
+// as in Kopf.
+type EventFunc[T client.Object] func(ctx context.Context, obj T, e *RawEvent) (any, error)
+
+// OnEvent registers a handler for every raw watch event of matching
+// objects: the listing, additions, modifications and deletions, in order.
+// It keeps no progress and needs no finalizer; its errors are logged and
+// ignored. It should be quick: events of the kind wait for it.
+func OnEvent[T client.Object](k *Kind[T], id string, fn EventFunc[T], opts ...EventOption) {
+	h := &registry.EventHandler{}
+	h.ID, h.Title = id, "Handler"
+	h.Fn = func(ctx context.Context, obj registry.Object, e *causes.Event) (any, error) {
+		return fn(ctx, obj.(T), e)
+	}
+	for _, o := range opts {
+		o.applyEvent(h)
+	}
+	if len(h.Field) > 0 {
+		h.ID += "/" + h.Field.String()
+	}
+	k.kind.Watching = append(k.kind.Watching, h)
+}
+
+// IndexFunc is an index handler: it returns the object's contributions to
+// the index. A map adds its key-value pairs (use arrays or structs as keys
+// where Kopf uses tuples); nil leaves the object's values as they are; any
+// other value is stored under the key nil.
+type IndexFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any, error)
+
+// Index registers an index: an in-memory map from keys to the values of
+// the matching objects, kept up to date with every event, and readable by
+// every handler (Cause.Indices, DaemonCause.Indices) by the id. At the
+// start (and after a freeze), handlers wait until all objects of the
+// indexed kinds are indexed. Errors are ignored by default (the object's
+// values stay); a permanent failure takes the object out of the index
+// until the operator restarts, a temporary one until its delay is over.
+func Index[T client.Object](k *Kind[T], id string, fn IndexFunc[T], opts ...IndexOption) {
+	h := &registry.IndexHandler{}
+	h.ID, h.Title = id, "Indexer"
+	h.Fn = func(ctx context.Context, obj registry.Object, c *causes.Cause) (any, error) {
+		return fn(ctx, obj.(T), c)
+	}
+	for _, o := range opts {
+		o.applyIndex(h)
+	}
+	k.reg.reg.AddIndex(k.kind, h)
+}
+
+// Memo is a memo: values kept in memory between handler calls, per object
+// (Cause.Memo) or for the whole operator (Options.Memo).
+type Memo = memo.Memo
+
+// Indices are the operator's indices by id; IndexData is one index.
+type (
+	Indices   = indexing.Indices
+	IndexData = indexing.Index
+)
