@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kopf-go/kopf/pkg/daemons"
+	"github.com/kopf-go/kopf/pkg/reactor"
 )
 
 // Flags are the standalone runner's command line, as Kopf's `kopf run`.
@@ -43,6 +46,9 @@ type Flags struct {
 	// Kubeconfig is the kubeconfig file; default: $KUBECONFIG, then
 	// ~/.kube/config, then the in-cluster configuration.
 	Kubeconfig string
+	// Liveness is the URL at which to serve the probes' results, as Kopf's
+	// --liveness (e.g. http://0.0.0.0:8080/healthz).
+	Liveness string
 }
 
 // DevPriority is the priority --dev gives, as in Kopf.
@@ -67,6 +73,8 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.BoolVar(&f.Verbose, "v", false, "short for --verbose")
 	fs.BoolVar(&f.Verbose, "debug", false, "same as --verbose")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "the kubeconfig file")
+	fs.StringVar(&f.Liveness, "liveness", "", "serve the probes' results at this URL, e.g. http://0.0.0.0:8080/healthz")
+	fs.StringVar(&f.Liveness, "L", "", "short for --liveness")
 	if err := fs.Parse(args); err != nil {
 		return f, fmt.Errorf("parse the command line: %w", err)
 	}
@@ -108,9 +116,14 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	// Stack traces would point into the engine, not at the handler's error.
 	logger := zap.New(zap.ConsoleEncoder(), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel))
 	ctrl.SetLogger(logger)
-	cfg, err := restConfig(f.Kubeconfig)
+	cfg, err := reg.login(ctx, opts)
 	if err != nil {
 		return err
+	}
+	if cfg == nil {
+		if cfg, err = restConfig(f.Kubeconfig); err != nil {
+			return err
+		}
 	}
 	// The runner's manager serves no metrics, so its controllers' names need
 	// not be unique in the process: Run may run again, e.g. in tests.
@@ -143,11 +156,35 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err := SetupWithManager(mgr, reg, opts); err != nil {
 		return err
 	}
+	if f.Liveness != "" {
+		if err := serveLiveness(mgr, reg, opts, f.Liveness); err != nil {
+			return err
+		}
+	}
 	logger.Info("Client is configured.", "host", cfg.Host)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run the operator: %w", err)
 	}
 	logger.Info("Operator has stopped.")
+	return nil
+}
+
+// serveLiveness serves the probes' results as JSON at the URL.
+func serveLiveness(mgr manager.Manager, reg *Registry, opts Options, liveness string) error {
+	u, err := url.Parse(liveness)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return fmt.Errorf("--liveness %q: want an http:// URL with a host and port", liveness)
+	}
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, reactor.NewProber(&reg.reg, opts.settings(), mgr.GetLogger().WithName("probes")))
+	server := &manager.Server{Name: "liveness", Server: &http.Server{Addr: u.Host, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	if err := mgr.Add(server); err != nil {
+		return fmt.Errorf("serve the liveness endpoint: %w", err)
+	}
 	return nil
 }
 

@@ -70,6 +70,10 @@ type Options struct {
 	// Memo is the operator's memo: startup handlers may fill it, and every
 	// object's memo starts as a (shallow) copy of it.
 	Memo *memo.Memo
+	// ErrorDelays are how long an object waits after unexpected errors in
+	// a row (API failures): default Kopf's 1, 1, 2, 3, 5, 8, ... 610 s (the
+	// last repeats); an empty, non-nil list leaves it to controller-runtime.
+	ErrorDelays []time.Duration
 }
 
 func (o Options) settings() reactor.Settings {
@@ -87,6 +91,7 @@ func (o Options) settings() reactor.Settings {
 		Peering:                 o.peering(),
 		WrapClient:              o.WrapClient,
 		Memo:                    o.Memo,
+		ErrorDelays:             o.ErrorDelays,
 	}
 }
 

@@ -183,3 +183,16 @@ func (c *Cause) Spec() map[string]any {
 	spec, _ := c.Body["spec"].(map[string]any)
 	return spec
 }
+
+// Activity is what an activity handler (startup, cleanup, login, probe)
+// learns: its retry count and timing, the operator's memo and indices.
+type Activity struct {
+	HandlerID string
+	Retry     int
+	Started   time.Time
+	Runtime   time.Duration
+	// Memo is the operator's memo: what startup handlers put there, every
+	// object's memo starts with.
+	Memo    *memo.Memo
+	Indices *indexing.Indices
+}

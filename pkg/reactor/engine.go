@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -19,6 +20,7 @@ import (
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/freeze"
 	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/registry"
 )
 
 // engine runs the kinds' controllers on a cache of their own, and stops
@@ -35,14 +37,25 @@ type engine struct {
 	cacheOf func() (cache.Cache, error)
 	wrap    func(client.Client) client.Client
 	indices *indexing.Indices
+	reg     *registry.Registry
+	// settings are the engine's settings, with defaults.
+	settings Settings
+	// started: the startup handlers have finished.
+	started atomic.Bool
 	log     logr.Logger
 }
 
 // NeedLeaderElection: only the leading replica handles objects.
 func (e *engine) NeedLeaderElection() bool { return true }
 
-// Start runs until the operator stops, pausing while it is frozen.
+// Start runs the startup handlers, then the controllers until the
+// operator stops (pausing while it is frozen), then the cleanup handlers.
 func (e *engine) Start(ctx context.Context) error {
+	if err := e.startup(ctx); err != nil {
+		return err
+	}
+	e.started.Store(true)
+	defer e.cleanup(ctx)
 	first := true
 	for {
 		if frozen, reason := e.toggle.Frozen(); frozen && first {

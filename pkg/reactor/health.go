@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kopf-go/kopf/pkg/freeze"
+	"github.com/kopf-go/kopf/pkg/registry"
 )
 
 // Names of the health checks and the metric.
@@ -18,23 +20,28 @@ const (
 	FrozenMetric    = "kopf_operator_frozen"
 )
 
-// addHealth adds a readiness check that fails while the operator is frozen
-// (saying why), a liveness check that does not (a restart would not help),
-// and the operator to the frozen-state metric.
-func addHealth(mgr manager.Manager, toggle *freeze.Toggle, identity string) error {
-	check := func(*http.Request) error {
-		if frozen, reason := toggle.Frozen(); frozen {
+// addHealth adds a readiness check that fails until the startup handlers
+// have finished and while the operator is frozen (saying why), a liveness
+// check that runs the probe handlers (a freeze does not fail it: a restart
+// would not help), and the operator to the frozen-state metric.
+func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Registry, s Settings) error {
+	ready := func(*http.Request) error {
+		if !e.started.Load() {
+			return errors.New("the startup handlers have not finished")
+		}
+		if frozen, reason := e.toggle.Frozen(); frozen {
 			return fmt.Errorf("frozen: %s", reason)
 		}
 		return nil
 	}
-	if err := mgr.AddReadyzCheck(ReadyzCheckName, check); err != nil {
+	if err := mgr.AddReadyzCheck(ReadyzCheckName, ready); err != nil {
 		return fmt.Errorf("add the readiness check: %w", err)
 	}
-	if err := mgr.AddHealthzCheck(ReadyzCheckName, func(*http.Request) error { return nil }); err != nil {
+	prober := NewProber(reg, s, mgr.GetLogger().WithName("probes"))
+	if err := mgr.AddHealthzCheck(ReadyzCheckName, prober.Check); err != nil {
 		return fmt.Errorf("add the liveness check: %w", err)
 	}
-	frozenStates.add(identity, toggle)
+	frozenStates.add(identity, e.toggle)
 	return nil
 }
 

@@ -30,6 +30,10 @@ type memory struct {
 	// oversizedEssence is the last handled essence when it could not be
 	// stored on the object because of its size.
 	oversizedEssence map[string]any
+	// throttles counts the unexpected errors in a row; throttledUntil is
+	// when the object is processed again.
+	throttles      int
+	throttledUntil time.Time
 	// memo is the object's memo: a copy of the operator's at first sight.
 	memo *memo.Memo
 	// reported remembers which malformed values were already reported

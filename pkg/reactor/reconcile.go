@@ -27,6 +27,28 @@ import (
 	"github.com/kopf-go/kopf/pkg/registry"
 )
 
+// throttle delays the object after an unexpected error (the API server
+// failing, say), as Kopf does: 1 s, 1 s, 2 s, 3 s, 5 s, ... (the last delay
+// repeats), skipping events meanwhile, until a cycle succeeds again.
+func (r *reconciler) throttle(c *cycle, now time.Time, result reconcile.Result, err error) (reconcile.Result, error) {
+	delays := r.settings.ErrorDelays
+	if err == nil {
+		if c.mem.throttles > 0 {
+			c.log.Info("Throttling is over. Switching back to normal operations.")
+			c.mem.throttles, c.mem.throttledUntil = 0, time.Time{}
+		}
+		return result, nil
+	}
+	if len(delays) == 0 {
+		return result, err // throttling is off: controller-runtime's backoff
+	}
+	delay := delays[min(c.mem.throttles, len(delays)-1)]
+	c.mem.throttles++
+	c.mem.throttledUntil = now.Add(delay)
+	c.log.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", seconds(delay), err))
+	return reconcile.Result{RequeueAfter: delay}, nil
+}
+
 // reconciler processes the objects of one kind.
 type reconciler struct {
 	kind     *registry.Kind
@@ -104,6 +126,18 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		patch: patch.New(),
 	}
 	now := r.settings.Clock.Now()
+	// Events that come while the object is throttled are skipped: the
+	// object is processed again when the delay is over.
+	if wait := c.mem.throttledUntil.Sub(now); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	result, err := r.handle(ctx, c, now)
+	return r.throttle(c, now, result, err)
+}
+
+// handle runs the cycle after the object has been read.
+func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (reconcile.Result, error) {
+	log, obj, body := c.log, c.obj, c.body
 	c.newEssence = r.settings.DiffBase.Build(body, r.kind.ExtraFields())
 	r.settings.Progress.Clear(c.newEssence)
 

@@ -70,7 +70,15 @@ type Settings struct {
 	Memo *memo.Memo
 	// Indices are the operator's indices, filled by index handlers.
 	Indices *indexing.Indices
+	// ErrorDelays are the delays after unexpected errors in a row (the
+	// last repeats); nil: Kopf's; empty: no throttling.
+	ErrorDelays []time.Duration
 }
+
+// DefaultErrorDelays are Kopf's queueing.error_delays.
+var DefaultErrorDelays = []time.Duration{1 * time.Second, 1 * time.Second, 2 * time.Second, 3 * time.Second,
+	5 * time.Second, 8 * time.Second, 13 * time.Second, 21 * time.Second, 34 * time.Second, 55 * time.Second,
+	89 * time.Second, 144 * time.Second, 233 * time.Second, 377 * time.Second, 610 * time.Second}
 
 // enqueueBuffer is how many reconcile requests of daemons may wait for the
 // controller to take them.
@@ -120,6 +128,9 @@ func (s Settings) WithDefaults() Settings {
 	if s.Indices == nil {
 		s.Indices = &indexing.Indices{}
 	}
+	if s.ErrorDelays == nil {
+		s.ErrorDelays = DefaultErrorDelays
+	}
 	return s
 }
 
@@ -161,7 +172,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		Indices:        s.Indices,
 	})
 	toggle := &freeze.Toggle{}
-	eng := &engine{mgr: mgr, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, log: mgr.GetLogger().WithName("engine"),
+	eng := &engine{mgr: mgr, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
+		log: mgr.GetLogger().WithName("engine"),
 		cacheOf: func() (cache.Cache, error) {
 			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
 			if len(s.Namespaces) > 0 {
@@ -204,7 +216,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 			return fmt.Errorf("add the engine to the manager: %w", err)
 		}
 	}
-	return addHealth(mgr, toggle, peers.Identity())
+	return addHealth(mgr, eng, peers.Identity(), reg, s)
 }
 
 func controllerName(gvk schema.GroupVersionKind) string {

@@ -59,7 +59,9 @@ type Kind struct {
 // Registry is everything an operator registered.
 type Registry struct {
 	Kinds []*Kind
-	errs  []error
+	// Activities are the operator-wide handlers, in registration order.
+	Activities []*ActivityHandler
+	errs       []error
 	// indexIDs counts index handlers by id: indices are operator-wide.
 	indexIDs map[string]int
 }
@@ -80,6 +82,13 @@ func (r *Registry) Fail(err error) { r.errs = append(r.errs, err) }
 // Validate reports every registration problem at once.
 func (r *Registry) Validate() error {
 	errs := append([]error(nil), r.errs...)
+	activities := map[string]bool{}
+	for _, h := range r.Activities {
+		if activities[h.ID] {
+			errs = append(errs, fmt.Errorf("activity handler id %q is registered twice", h.ID))
+		}
+		activities[h.ID] = true
+	}
 	for _, k := range r.Kinds {
 		type idReason struct {
 			id     string

@@ -282,3 +282,41 @@ func TestOversizedDiffBase(t *testing.T) {
 		t.Errorf("create_fn ran %d times, want 1", n)
 	}
 }
+
+// Kopf's acceptance item 26: unexpected errors (the API server failing)
+// throttle the object with Kopf's delays, and say so; once it works again,
+// the latest state is handled and the throttling ends.
+func TestThrottlingUnexpectedErrors(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	reg, kind := kex()
+	var seen calls
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		seen.add(c)
+		return map[string]any{"message": "hello"}, nil
+	})
+	failures := 3
+	f := &faults{fail: func(data string, status bool) error {
+		if status && failures > 0 {
+			failures--
+			return apierrors.NewInternalError(errString("the API server is down"))
+		}
+		return nil
+	}}
+	op := env.StartOperator(t, ns, reg, handlers.Options{WrapClient: f.wrap})
+	create(t, exampleObject(t, ns))
+	eventually(t, "the object is handled after the throttling", func() bool {
+		msg, _, _ := unstructured.NestedString(get(t, ns, "kopf-example-1").Object, "status", "create_fn", "message")
+		return msg == "hello" && op.Logs.Count("Throttling is over. Switching back to normal operations.") == 1
+	})
+	var delays []string
+	for _, line := range op.Logs.Messages("Throttling for ") {
+		delays = append(delays, strings.Fields(line)[2])
+	}
+	if diff := cmp.Diff([]string{"1", "1", "2"}, delays); diff != "" {
+		t.Errorf("throttling delays in seconds -want +got:\n%s", diff)
+	}
+	if n := len(seen.of("create_fn")); n != 1 {
+		t.Errorf("create_fn ran %d times, want 1: its outcome must survive the failed writes", n)
+	}
+}

@@ -128,6 +128,17 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// httpGetMaybe is httpGet that returns code 0 when the server is not there.
+func httpGetMaybe(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
 // grep returns the lines containing the substring.
 func grep(text, substring string) string {
 	var out []string

@@ -105,6 +105,22 @@ func (o *Operator) Stop(t testing.TB) {
 	o.Logs.mu.Unlock()
 }
 
+// Exited waits until the manager returns by itself (e.g. after a failed
+// start) and returns its error; it fails the test if that takes more than
+// 30 s.
+func (o *Operator) Exited(t testing.TB) error {
+	t.Helper()
+	select {
+	case err := <-o.done:
+		o.cancel()
+		o.cancel = nil
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the operator did not exit by itself within 30 s")
+		return nil
+	}
+}
+
 // Namespace creates a namespace for one test, named after it, and deletes
 // it when the test ends.
 func (e *Env) Namespace(t testing.TB) string {

@@ -1,0 +1,96 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/reactor"
+	"github.com/kopf-go/kopf/pkg/registry"
+)
+
+// Activity is what an operator-wide handler learns: its retry count and
+// timing, the operator's memo and the indices.
+type Activity = causes.Activity
+
+// ActivityOption configures an operator-wide handler: Retries, Backoff,
+// Timeout, Errors.
+type ActivityOption interface {
+	applyActivity(*registry.ActivityHandler)
+}
+
+func (o LimitOption) applyActivity(h *registry.ActivityHandler) { o(&h.Handler) }
+
+// OnStartup registers a handler that runs when the operator starts, before
+// any object is watched, retried until it succeeds (errors are temporary
+// by default, as for change handlers). If one fails for good, the operator
+// stops without handling anything. Startup handlers may fill the
+// operator's memo, which every object's memo starts from.
+func OnStartup(r *Registry, id string, fn func(ctx context.Context, a *Activity) error, opts ...ActivityOption) {
+	addActivity(r, id, registry.ActivityStartup, func(ctx context.Context, a *causes.Activity) (any, error) {
+		return nil, fn(ctx, a)
+	}, opts)
+}
+
+// OnCleanup registers a handler that runs when the operator stops, after
+// its handlers and daemons have stopped.
+func OnCleanup(r *Registry, id string, fn func(ctx context.Context, a *Activity) error, opts ...ActivityOption) {
+	addActivity(r, id, registry.ActivityCleanup, func(ctx context.Context, a *causes.Activity) (any, error) {
+		return nil, fn(ctx, a)
+	}, opts)
+}
+
+// OnLogin registers a handler that gives the standalone runner (Main,
+// Run) its connection to the cluster, retried until one succeeds; the
+// first login handler (in registration order) that returns a configuration
+// wins. Without login handlers, the runner uses --kubeconfig, then
+// $KUBECONFIG, ~/.kube/config and the in-cluster configuration. Operators
+// embedded in a manager use the manager's connection.
+func OnLogin(r *Registry, id string, fn func(ctx context.Context, a *Activity) (*rest.Config, error), opts ...ActivityOption) {
+	addActivity(r, id, registry.ActivityLogin, func(ctx context.Context, a *causes.Activity) (any, error) {
+		cfg, err := fn(ctx, a)
+		if err == nil && cfg == nil {
+			return nil, fmt.Errorf("login handler '%s' returned no configuration", id)
+		}
+		return cfg, err
+	}, opts)
+}
+
+// OnProbe registers a liveness probe: its result is part of the JSON that
+// the runner's --liveness endpoint serves ({"id": result}), and its error
+// fails the manager's liveness check (/healthz/kopf-peering). Probes run at
+// most every ten seconds; in between, the last results are served.
+func OnProbe(r *Registry, id string, fn func(ctx context.Context, a *Activity) (any, error), opts ...ActivityOption) {
+	addActivity(r, id, registry.ActivityProbe, fn, opts)
+}
+
+func addActivity(r *Registry, id string, kind registry.ActivityKind, fn registry.ActivityFunc, opts []ActivityOption) {
+	h := &registry.ActivityHandler{Kind: kind, Fn: fn}
+	h.ID, h.Title = id, "Activity"
+	for _, o := range opts {
+		o.applyActivity(h)
+	}
+	r.reg.AddActivity(h)
+}
+
+// login runs the registry's login handlers; nil without any.
+func (r *Registry) login(ctx context.Context, opts Options) (*rest.Config, error) {
+	handlers := r.reg.ActivitiesOf(registry.ActivityLogin)
+	if len(handlers) == 0 {
+		return nil, nil
+	}
+	results, err := reactor.RunActivities(ctx, ctrl.Log.WithName("login"), handlers, opts.settings())
+	for _, h := range handlers {
+		if cfg, ok := results[h.ID].(*rest.Config); ok && cfg != nil {
+			return cfg, nil
+		}
+	}
+	if err == nil {
+		err = execution.NewPermanentError("no login handler gave a configuration")
+	}
+	return nil, fmt.Errorf("log in: %w", err)
+}
