@@ -1,0 +1,108 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+)
+
+// WebhookOptions configure the serving of webhook handlers.
+type WebhookOptions struct {
+	// Path is where the handlers are served on the manager's webhook
+	// server: each at <Path>/<handler id>. Default: the root, as in Kopf.
+	Path string
+	// Managed, if set, names the ValidatingWebhookConfiguration and
+	// MutatingWebhookConfiguration that the operator keeps in line with its
+	// handlers (Kopf's settings.admission.managed, e.g. "auto.kopf.dev"):
+	// one webhook per handler, named "<id>.<Managed>"; when the operator
+	// exits, only the Persistent handlers' webhooks stay.
+	Managed string
+	// ClientConfig is how the API server reaches the webhook server's root:
+	// a URL ("https://host:9443") or a service reference, plus the CA bundle
+	// of the server's certificate. Path and the handler id are appended.
+	// Required with Managed.
+	ClientConfig admissionregistrationv1.WebhookClientConfig
+}
+
+// SetupWebhooksWithManager serves the registry's validating and mutating
+// handlers on the manager's webhook server (configure its address and
+// certificates in manager.Options.WebhookServer), and with
+// WebhookOptions.Managed, keeps the webhook configurations. Without webhook
+// handlers it does nothing (and does not start the webhook server).
+// Registration problems are reported here, all at once.
+func SetupWebhooksWithManager(mgr manager.Manager, reg *Registry, opts WebhookOptions) error {
+	store := webhooksOf(reg)
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	errs := []error{store.reg.Validate()}
+	if opts.Managed != "" && opts.ClientConfig.URL == nil && opts.ClientConfig.Service == nil {
+		errs = append(errs, fmt.Errorf("managed webhooks %s: the client config needs a URL or a service", opts.Managed))
+	}
+	// A copy with the typed kinds' GVKs from the manager's scheme; the
+	// stored kinds stay as registered.
+	served := &admission.Registry{}
+	for _, k := range store.reg.Kinds {
+		kind := *k
+		if kind.GVK.Empty() {
+			gvk, err := apiutil.GVKForObject(kind.NewObject(), mgr.GetScheme())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err))
+			}
+			kind.GVK = gvk
+		}
+		served.Kinds = append(served.Kinds, &kind)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid webhook registration: %w", err)
+	}
+	if len(served.Kinds) == 0 {
+		return nil
+	}
+
+	log := mgr.GetLogger().WithName("admission")
+	ws := mgr.GetWebhookServer()
+	path := strings.TrimRight(opts.Path, "/")
+	if err := register(ws.Register, path+"/", &admission.Server{
+		Registry: served, Prefix: path, Mapper: mgr.GetRESTMapper(), Logger: log,
+	}); err != nil {
+		return err
+	}
+	if opts.Managed == "" {
+		return nil
+	}
+	// Writes go straight to the API server, with client-go's scheme (which
+	// knows the webhook configurations whatever the manager's scheme).
+	writer, err := client.New(mgr.GetConfig(), client.Options{HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("create a client: %w", err)
+	}
+	started := ws.StartedChecker()
+	return mgr.Add(&admission.Managed{
+		Config:   admission.Config{Name: opts.Managed, ClientConfig: opts.ClientConfig, Path: path},
+		Registry: served,
+		Client:   writer,
+		Mapper:   mgr.GetRESTMapper(),
+		Ready:    func() error { return started(nil) },
+		Logger:   log,
+	})
+}
+
+// register mounts the handler, turning the webhook server's panic on a
+// path used twice into an error.
+func register(mount func(string, http.Handler), pattern string, h http.Handler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("serve the webhooks at %s: %v", pattern, p)
+		}
+	}()
+	mount(pattern, h)
+	return nil
+}

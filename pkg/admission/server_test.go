@@ -1,0 +1,162 @@
+package admission
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// post sends a review to the server and decodes the answer.
+func post(t *testing.T, srv *httptest.Server, path string, review any, header http.Header) (int, map[string]any) {
+	t.Helper()
+	body, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = header
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestServerRoutesByID(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	reg, k := kexKind()
+	c := &calls{}
+	c.add(k, Validating, "reject", func(*Request) error { return Error{Message: "I'm too lazy anyway. Go away!", Code: 555} })
+	c.add(k, Validating, "warn", func(r *Request) error { r.Warn("user-agent: " + r.Headers.Get("User-Agent")); return nil })
+	c.add(k, Mutating, "inject", func(r *Request) error { r.Patch.Set(123, "spec", "injected"); return nil })
+	c.add(k, Mutating, "fn/spec.field", nil)
+	srv := httptest.NewServer(&Server{Registry: reg, Prefix: "/hooks"})
+	defer srv.Close()
+	review := func() admissionv1.AdmissionReview {
+		return admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request:  admissionRequest(t, Create, kexBody(), nil),
+		}
+	}
+
+	code, got := post(t, srv, "/hooks/reject", review(), nil)
+	want := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": map[string]any{
+		"uid": "uid1", "allowed": false, "status": map[string]any{"metadata": map[string]any{}, "message": "I'm too lazy anyway. Go away!", "code": 555.0},
+	}}
+	if diff := cmp.Diff(want, got); code != http.StatusOK || diff != "" {
+		t.Errorf("reject: HTTP %d, review -want +got:\n%s", code, diff)
+	}
+
+	code, got = post(t, srv, "/hooks/warn", review(), http.Header{"User-Agent": {"kube-apiserver-admission"}})
+	want = map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": map[string]any{
+		"uid": "uid1", "allowed": true, "warnings": []any{"user-agent: kube-apiserver-admission"},
+	}}
+	if diff := cmp.Diff(want, got); code != http.StatusOK || diff != "" {
+		t.Errorf("warn: HTTP %d, review -want +got:\n%s", code, diff)
+	}
+
+	code, got = post(t, srv, "/hooks/inject", review(), nil)
+	response, _ := got["response"].(map[string]any)
+	encoded, _ := response["patch"].(string)
+	decoded, err := base64.StdEncoding.DecodeString(encoded)
+	if code != http.StatusOK || err != nil || response["patchType"] != "JSONPatch" ||
+		string(decoded) != `[{"op":"add","path":"/spec/injected","value":123}]` {
+		t.Errorf("inject: HTTP %d, response %v, patch %s (%v); want a base64 JSONPatch adding /spec/injected", code, response, decoded, err)
+	}
+
+	if code, _ := post(t, srv, "/hooks/fn/spec.field", review(), nil); code != http.StatusOK {
+		t.Errorf("an id with a slash: HTTP %d", code)
+	}
+	if diff := cmp.Diff([]string{"reject", "warn", "inject", "fn/spec.field"}, c.IDs()); diff != "" {
+		t.Errorf("called -want +got:\n%s", diff)
+	}
+}
+
+func TestServerEchoesTheReviewVersion(t *testing.T) {
+	reg, k := kexKind()
+	(&calls{}).add(k, Validating, "v", nil)
+	srv := httptest.NewServer(&Server{Registry: reg})
+	defer srv.Close()
+	review := map[string]any{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+		"request": admissionRequest(t, Create, kexBody(), nil)}
+	code, got := post(t, srv, "/v", review, nil)
+	if code != http.StatusOK || got["apiVersion"] != "admission.k8s.io/v1beta1" || got["kind"] != "AdmissionReview" {
+		t.Errorf("HTTP %d, review %v; want v1beta1 back", code, got)
+	}
+}
+
+func TestServerErrors(t *testing.T) {
+	reg, k := kexKind()
+	(&calls{}).add(k, Validating, "v", nil)
+	ambiguous := &Registry{Kinds: []*Kind{k, {GVK: kexGVK, NewObject: k.NewObject}}}
+	good := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": admissionRequest(t, Create, kexBody(), nil)}
+	unknown := admissionRequest(t, Create, kexBody(), nil)
+	unknown.Kind.Kind = "Other"
+	noUser := admissionRequest(t, Create, kexBody(), nil)
+	noUser.UserInfo.Username, noUser.UserInfo.UID, noUser.UserInfo.Groups = "", "", nil
+	tests := []struct {
+		name   string
+		reg    *Registry
+		method string
+		path   string
+		body   string
+		want   int
+	}{
+		{"fine", reg, http.MethodPost, "/hooks/v", "", http.StatusOK},
+		{"not a POST", reg, http.MethodGet, "/hooks/v", "", http.StatusMethodNotAllowed},
+		{"outside the prefix", reg, http.MethodPost, "/other/v", "", http.StatusNotFound},
+		{"not JSON", reg, http.MethodPost, "/hooks/v", "{", http.StatusBadRequest},
+		{"no request", reg, http.MethodPost, "/hooks/v", `{"apiVersion":"admission.k8s.io/v1"}`, http.StatusBadRequest},
+		{"no user", reg, http.MethodPost, "/hooks/v", mustJSON(t, map[string]any{"request": noUser}), http.StatusBadRequest},
+		{"an unknown resource", reg, http.MethodPost, "/hooks/v", mustJSON(t, map[string]any{"request": unknown}), http.StatusNotFound},
+		{"an ambiguous resource", ambiguous, http.MethodPost, "/hooks/v", "", http.StatusConflict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("/", &Server{Registry: tt.reg, Prefix: "/hooks"})
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			body := tt.body
+			if body == "" {
+				body = mustJSON(t, good)
+			}
+			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("HTTP %d, want %d", resp.StatusCode, tt.want)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
