@@ -20,14 +20,14 @@ import (
 // packages of lower layers. Packages of one layer are peers and must not
 // import each other. A new package needs a place here.
 var layers = [][]string{
-	{"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1"},
-	{"pkg/diff", "pkg/patch"},
+	{"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing"},
+	{"pkg/diff", "pkg/patch", "pkg/hierarchies"},
 	{"pkg/keys"},
 	{"pkg/progress", "pkg/diffbase", "pkg/causes"},
 	{"pkg/execution"},
 	{"pkg/daemons"},
 	{"pkg/registry"},
-	{"pkg/posting", "pkg/peering"},
+	{"pkg/posting", "pkg/peering", "pkg/admission"},
 	{"pkg/reactor"},
 	{"handlers"},
 }
@@ -35,13 +35,13 @@ var layers = [][]string{
 // pure packages hold logic only: no controller-runtime, no client-go, no
 // goroutines.
 var pure = []string{
-	"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
-	"pkg/diffbase", "pkg/causes", "pkg/registry", "pkg/execution",
+	"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
+	"pkg/diffbase", "pkg/causes", "pkg/registry", "pkg/execution", "pkg/hierarchies",
 }
 
 // controllerRuntimeAllowed are the only packages that may import
 // controller-runtime.
-var controllerRuntimeAllowed = []string{"pkg/reactor", "pkg/posting", "handlers"}
+var controllerRuntimeAllowed = []string{"pkg/reactor", "pkg/posting", "pkg/admission", "handlers"}
 
 const (
 	controllerRuntime = "sigs.k8s.io/controller-runtime"
@@ -90,13 +90,13 @@ func TestChecksCatchViolations(t *testing.T) {
 	}
 	want := []string{
 		"pkg/causes imports k8s.io/client-go/rest: pure packages must not use client-go",
-		"pkg/causes imports sigs.k8s.io/controller-runtime/pkg/client: only pkg/reactor, pkg/posting, handlers may use controller-runtime",
+		"pkg/causes imports sigs.k8s.io/controller-runtime/pkg/client: only pkg/reactor, pkg/posting, pkg/admission, handlers may use controller-runtime",
 		"pkg/causes imports sigs.k8s.io/controller-runtime/pkg/client: pure packages must not use controller-runtime",
 		"pkg/causes starts a goroutine at causes.go:10: pure packages must not",
 		"pkg/diff imports pkg/patch: pkg/patch is not in a lower layer",
 		"pkg/fields imports pkg/diff: pkg/diff is not in a lower layer",
 		"pkg/newcomer has no place in the layering: add it to layers in test/arch",
-		"pkg/newcomer imports sigs.k8s.io/controller-runtime: only pkg/reactor, pkg/posting, handlers may use controller-runtime",
+		"pkg/newcomer imports sigs.k8s.io/controller-runtime: only pkg/reactor, pkg/posting, pkg/admission, handlers may use controller-runtime",
 		"pkg/posting imports handlers: handlers is not in a lower layer",
 		"pkg/posting imports handlers: packages under pkg/ must not import handlers",
 		"pkg/reactor imports pkg/newcomer: pkg/newcomer has no place in the layering",

@@ -1,0 +1,67 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kopf-go/kopf/pkg/posting"
+)
+
+// Objects are several objects that one Event is posted about, each, as in
+// handlers.Info(ctx, handlers.Objects{parent, child}, "Linked", "...").
+// A list object (a *corev1.PodList, an *unstructured.UnstructuredList)
+// works too.
+type Objects = posting.Objects
+
+// PostEvent posts a Kubernetes Event of any type about objs: one object, a
+// list, or Objects (Kopf's kopf.event; the name Event is the on-event
+// cause's). It works from any handler, daemon or timer: the engine's
+// poster comes with ctx. The Event is queued and posted in the background,
+// so the handler does not wait for the API server; failures are logged,
+// never returned, as in Kopf.
+//
+// The gates of the posting settings (posting.Settings) apply alike to
+// PostEvent, Info, Warn and Exception: nothing is posted when posting is
+// disabled, nor when the level of the type (Debug; Normal or any custom
+// type; Warning; Error) is below the configured level.
+func PostEvent(ctx context.Context, objs runtime.Object, eventType, reason, message string) {
+	post(ctx, objs, eventType, reason, message)
+}
+
+// Info posts a Normal Event (Kopf's kopf.info).
+func Info(ctx context.Context, objs runtime.Object, reason, message string) {
+	post(ctx, objs, posting.TypeNormal, reason, message)
+}
+
+// Warn posts a Warning Event (Kopf's kopf.warn).
+func Warn(ctx context.Context, objs runtime.Object, reason, message string) {
+	post(ctx, objs, posting.TypeWarning, reason, message)
+}
+
+// Exception posts an Error Event about err (Kopf's kopf.exception). An
+// empty reason becomes the name of err's type (the first exported type in
+// its chain, "Error" if none); the message is "message err", or either of
+// them alone.
+func Exception(ctx context.Context, objs runtime.Object, reason, message string, err error) {
+	if reason == "" {
+		reason = posting.ReasonOfError(err)
+	}
+	post(ctx, objs, posting.TypeError, reason, posting.MessageOfError(message, err))
+}
+
+// post hands the Event to the poster of ctx. Its own log lines are never
+// posted, so that a failing Event cannot make another one.
+func post(ctx context.Context, objs runtime.Object, eventType, reason, message string) {
+	log := posting.Local(logr.FromContextOrDiscard(ctx))
+	p := posting.FromContext(ctx)
+	if p == nil {
+		log.Info("No event is posted: the context has no poster (is this called from a handler?).",
+			"type", eventType, "reason", reason, "message", message)
+		return
+	}
+	if err := p.Event(objs, eventType, reason, message); err != nil {
+		log.Error(err, "Failed to post an event.", "type", eventType, "reason", reason)
+	}
+}
