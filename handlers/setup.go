@@ -10,6 +10,7 @@ import (
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/peering"
+	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/progress"
 	"github.com/kopf-go/kopf/pkg/reactor"
 )
@@ -70,6 +71,9 @@ type Options struct {
 	// Memo is the operator's memo: startup handlers may fill it, and every
 	// object's memo starts as a (shallow) copy of it.
 	Memo *memo.Memo
+	// Posting are the gates of Events (posting.Settings: Disabled, Level,
+	// and Loggers to post handler log lines as Events, off by default).
+	Posting posting.Settings
 	// ErrorDelays are how long an object waits after unexpected errors in
 	// a row (API failures): default Kopf's 1, 1, 2, 3, 5, 8, ... 610 s (the
 	// last repeats); an empty, non-nil list leaves it to controller-runtime.
@@ -92,6 +96,7 @@ func (o Options) settings() reactor.Settings {
 		WrapClient:              o.WrapClient,
 		Memo:                    o.Memo,
 		ErrorDelays:             o.ErrorDelays,
+		Posting:                 o.Posting,
 	}
 }
 

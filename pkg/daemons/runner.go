@@ -295,7 +295,7 @@ func (r *runner) stop(reason StopReason) {
 	}
 	if backoff > 0 {
 		r.reason |= StopSignalled
-		r.log.V(1).Info(fmt.Sprintf("%s is signalled to exit gracefully.", r.h.Handler))
+		r.sup.settings.Local(r.log).V(1).Info(fmt.Sprintf("%s is signalled to exit gracefully.", r.h.Handler))
 	} else {
 		r.cancelLocked()
 	}
@@ -311,7 +311,7 @@ func (r *runner) cancelLocked() {
 	if r.h.Kind == KindDaemon {
 		// Timers are not forced: their sleeps end, and a tick in progress
 		// learns from its context, as usual.
-		r.log.V(1).Info(fmt.Sprintf("%s is signalled to exit by force.", r.h.Handler))
+		r.sup.settings.Local(r.log).V(1).Info(fmt.Sprintf("%s is signalled to exit by force.", r.h.Handler))
 	}
 	r.cancel(r.reason)
 }
@@ -343,7 +343,7 @@ func (r *runner) escalate(backoff, timeout time.Duration) {
 		// reconciled again, as when its runners exit.
 		enqueue := !r.sup.closing && !r.sup.paused && !r.obj.gone
 		r.sup.mu.Unlock()
-		r.log.Info(fmt.Sprintf("%s did not exit in time. Leaving it orphaned.", r.h.Handler),
+		r.sup.settings.Local(r.log).Info(fmt.Sprintf("%s did not exit in time. Leaving it orphaned.", r.h.Handler),
 			"reason", r.stopReason().String())
 		r.sup.notify()
 		if enqueue {

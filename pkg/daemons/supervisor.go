@@ -32,6 +32,12 @@ type Settings struct {
 	Logger logr.Logger
 	// Indices are given to every daemon and timer.
 	Indices *indexing.Indices
+	// BaseContext is the parent of every daemon's context (e.g. carrying
+	// the Event poster); default: context.Background().
+	BaseContext context.Context
+	// Local makes a logger whose lines are never posted as Events, for the
+	// supervisor's bookkeeping lines (stop messages); nil: no change.
+	Local func(logr.Logger) logr.Logger
 }
 
 // Defaults of Settings.
@@ -88,7 +94,13 @@ func New(s Settings) *Supervisor {
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
 	}
-	base, cancel := context.WithCancel(context.Background())
+	if s.BaseContext == nil {
+		s.BaseContext = context.Background()
+	}
+	if s.Local == nil {
+		s.Local = func(l logr.Logger) logr.Logger { return l }
+	}
+	base, cancel := context.WithCancel(s.BaseContext)
 	return &Supervisor{
 		settings:   s,
 		clock:      s.Clock,

@@ -11,6 +11,7 @@ import (
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/registry"
 )
 
@@ -29,7 +30,7 @@ func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.Ac
 	for _, h := range handlers {
 		states[h.ID] = &execution.HandlerState{Active: true, Started: start}
 	}
-	hctx := logr.NewContext(ctx, log)
+	hctx := posting.NewContext(logr.NewContext(ctx, log), s.Poster)
 	for {
 		now := s.Clock.Now()
 		for _, h := range handlers {

@@ -37,7 +37,7 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 	if err != nil {
 		if !c.patch.IsEmpty() {
 			c.mem.unwritten = c.patch
-			c.log.Error(err, "The changes of this cycle could not be written; they are kept and written first in the next cycle.")
+			c.local.Error(err, "The changes of this cycle could not be written; they are kept and written first in the next cycle.")
 		}
 		return reconcile.Result{}, err
 	}
@@ -54,10 +54,10 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 		// slow re-check of those that do not.
 		return reconcile.Result{RequeueAfter: c.polling}, nil
 	case c.pending && (c.delay > 0 || !written):
-		c.log.V(1).Info(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", seconds(c.delay)))
+		c.local.V(1).Info(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", seconds(c.delay)))
 		return reconcile.Result{RequeueAfter: max(c.delay, time.Millisecond)}, nil
 	case c.pending:
-		c.log.V(1).Info("Sleeping was skipped because of the patch, 0 seconds left.")
+		c.local.V(1).Info("Sleeping was skipped because of the patch, 0 seconds left.")
 	}
 	return reconcile.Result{}, nil
 }
@@ -84,7 +84,7 @@ func (r *reconciler) write(ctx context.Context, c *cycle) (conflict bool, err er
 	}
 	err = r.send(ctx, c.obj, main, false)
 	if apierrors.IsConflict(err) && c.finalizer != keepFinalizer {
-		c.log.V(1).Info("The object changed while its finalizer was being updated; retrying in the next cycle.")
+		c.local.V(1).Info("The object changed while its finalizer was being updated; retrying in the next cycle.")
 		rest := withoutFinalizer(main)
 		if rest == nil {
 			return true, nil
@@ -195,7 +195,7 @@ func seconds(d time.Duration) string {
 // skipGone turns "the object is gone" into nothing to do.
 func skipGone(c *cycle, err error) error {
 	if apierrors.IsNotFound(err) {
-		c.log.V(1).Info("Patching was skipped: the object does not exist anymore.")
+		c.local.V(1).Info("Patching was skipped: the object does not exist anymore.")
 		return nil
 	}
 	return err

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
-
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/fields"
@@ -149,7 +147,7 @@ func (r *reconciler) invoke(ctx context.Context, c *cycle, subject *registry.Sub
 	cause.AllowSubhandlers()
 	obj := c.obj.DeepCopyObject().(registry.Object)
 	var subrefs []string
-	outcome := execution.Execute(logr.NewContext(ctx, c.log), &h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
+	outcome := execution.Execute(r.handlerContext(ctx, c.log), &h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
 		result, err := h.Fn(ctx, obj, &cause)
 		if err != nil || len(cause.Subhandlers()) == 0 {
 			return result, err

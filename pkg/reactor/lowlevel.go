@@ -16,6 +16,7 @@ import (
 	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/indexing"
 	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/registry"
 )
 
@@ -110,7 +111,7 @@ func (l *lowLevel) index(log logr.Logger, h *registry.IndexHandler, s *registry.
 	}
 	c := *s.Cause
 	c.HandlerID = h.ID
-	hctx := logr.NewContext(l.ctx, log)
+	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
 	outcome := execution.Execute(hctx, &h.Handler, state, now, execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.DefaultBackoff},
 		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, &c) })
 	switch {
@@ -160,7 +161,7 @@ func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.
 	now := l.r.settings.Clock.Now()
 	e := &causes.Event{Type: eventType, HandlerID: h.ID, Body: s.Cause.Body, Patch: patch.New(),
 		Memo: s.Cause.Memo, Indices: s.Cause.Indices}
-	hctx := logr.NewContext(l.ctx, log)
+	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
 	outcome := execution.Execute(hctx, &h.Handler, &execution.HandlerState{Active: true, Started: now}, now,
 		execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.DefaultBackoff},
 		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, e) })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/registry"
 )
 
@@ -50,7 +51,7 @@ func (p *Prober) Results(ctx context.Context) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	results, err := map[string]any{}, error(nil)
-	hctx := logr.NewContext(ctx, p.log)
+	hctx := posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster)
 	for _, h := range p.handlers {
 		st := &execution.HandlerState{Active: true, Started: now}
 		a := &causes.Activity{HandlerID: h.ID, Started: now, Memo: p.settings.Memo, Indices: p.settings.Indices}

@@ -34,7 +34,7 @@ func (r *reconciler) throttle(c *cycle, now time.Time, result reconcile.Result, 
 	delays := r.settings.ErrorDelays
 	if err == nil {
 		if c.mem.throttles > 0 {
-			c.log.Info("Throttling is over. Switching back to normal operations.")
+			c.local.Info("Throttling is over. Switching back to normal operations.")
 			c.mem.throttles, c.mem.throttledUntil = 0, time.Time{}
 		}
 		return result, nil
@@ -45,7 +45,7 @@ func (r *reconciler) throttle(c *cycle, now time.Time, result reconcile.Result, 
 	delay := delays[min(c.mem.throttles, len(delays)-1)]
 	c.mem.throttles++
 	c.mem.throttledUntil = now.Add(delay)
-	c.log.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", seconds(delay), err))
+	c.local.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", seconds(delay), err))
 	return reconcile.Result{RequeueAfter: delay}, nil
 }
 
@@ -80,7 +80,11 @@ const (
 
 // cycle is the state of one processing cycle of one object.
 type cycle struct {
+	// log is the object's logger, whose lines may be posted as Events (if
+	// the operator posts log lines); local is the same, never posted, for
+	// the engine's own bookkeeping lines, as in Kopf.
 	log       logr.Logger
+	local     logr.Logger
 	obj       client.Object
 	body      map[string]any
 	mem       *memory
@@ -118,8 +122,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	ref := posting.Ref{GVK: r.gvk, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()}
+	log = posting.Logger(log, r.settings.Poster, ref)
 	c := &cycle{
 		log:   log,
+		local: posting.Local(log),
 		obj:   obj,
 		body:  body,
 		mem:   r.memories.recall(obj.GetUID(), req.NamespacedName),
@@ -137,7 +144,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // handle runs the cycle after the object has been read.
 func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (reconcile.Result, error) {
-	log, obj, body := c.log, c.obj, c.body
+	obj, body := c.obj, c.body
 	c.newEssence = r.settings.DiffBase.Build(body, r.kind.ExtraFields())
 	r.settings.Progress.Clear(c.newEssence)
 
@@ -149,13 +156,13 @@ func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (recon
 	// not run twice on the body from before it. Wait for the watch to bring
 	// it (that event triggers the next cycle), or for the timeout.
 	if wait := r.consistencyWait(c, now); wait > 0 {
-		log.V(1).Info("The object is not yet as this operator last wrote it; waiting for the cache.",
+		c.local.V(1).Info("The object is not yet as this operator last wrote it; waiting for the cache.",
 			"resourceVersion", obj.GetResourceVersion(), "expected", c.mem.expectedVersion)
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
 	if c.mem.unwritten != nil {
-		log.Info("Writing the changes that the previous cycle could not write.")
+		c.local.Info("Writing the changes that the previous cycle could not write.")
 		c.patch, c.mem.unwritten = c.mem.unwritten, nil
 		return r.apply(ctx, c)
 	}
@@ -176,7 +183,7 @@ func (r *reconciler) consistencyWait(c *cycle, now time.Time) time.Duration {
 	if left := c.mem.consistencyDeadline.Sub(now); left > 0 {
 		return left
 	}
-	c.log.Info("The cache did not catch up with this operator's last write in time; proceeding with what it has.",
+	c.local.Info("The cache did not catch up with this operator's last write in time; proceeding with what it has.",
 		"resourceVersion", c.obj.GetResourceVersion(), "expected", c.mem.expectedVersion,
 		"timeout", r.settings.ConsistencyTimeout.String())
 	c.mem.expectedVersion = ""
@@ -234,11 +241,11 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 	required := visible && r.kind.RequiresFinalizer(subject) || r.daemonsRequireFinalizer(c)
 	switch {
 	case required && !finalized && !deleting:
-		c.log.V(1).Info("Adding the finalizer, thus preventing the actual deletion.")
+		c.local.V(1).Info("Adding the finalizer, thus preventing the actual deletion.")
 		c.finalizer = addFinalizer
 		return
 	case !required && finalized:
-		c.log.V(1).Info("Removing the finalizer, as there are no handlers requiring it.")
+		c.local.V(1).Info("Removing the finalizer, as there are no handlers requiring it.")
 		c.finalizer = removeFinalizer
 		return
 	}
@@ -254,7 +261,7 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 		r.stopDaemons(c)
 	}
 	if deleting && finalized && !c.pending && len(c.blocking) == 0 {
-		c.log.V(1).Info("Removing the finalizer, thus allowing the actual deletion.")
+		c.local.V(1).Info("Removing the finalizer, thus allowing the actual deletion.")
 		c.finalizer = removeFinalizer
 	}
 }
@@ -262,14 +269,20 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 // report logs a problem with the object's stored state and, the first time
 // this value is seen, posts a Warning Event so that users see it too.
 func (r *reconciler) report(ctx context.Context, c *cycle, what, value, reason, message string) {
-	c.log.Error(nil, message)
-	if !c.mem.firstReport(what, value) || r.settings.Poster == nil {
+	c.local.Error(nil, message) // the Event below says it to users once
+	if !c.mem.firstReport(what, value) || r.settings.Poster == nil || !r.settings.Poster.Allows(posting.TypeWarning) {
 		return
 	}
 	ref := posting.Ref{GVK: r.gvk, Namespace: c.obj.GetNamespace(), Name: c.obj.GetName(), UID: c.obj.GetUID()}
 	if err := r.settings.Poster.Post(ctx, ref, posting.TypeWarning, reason, message); err != nil {
-		c.log.Error(err, "Failed to post an event.")
+		c.local.Error(err, "Failed to post an event.")
 	}
+}
+
+// handlerContext is the context a handler runs in: the logger, and the
+// poster for its Events.
+func (r *reconciler) handlerContext(ctx context.Context, log logr.Logger) context.Context {
+	return posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster)
 }
 
 // setClient points the reconciler at a run's client, or at none.

@@ -73,6 +73,8 @@ type Settings struct {
 	// ErrorDelays are the delays after unexpected errors in a row (the
 	// last repeats); nil: Kopf's; empty: no throttling.
 	ErrorDelays []time.Duration
+	// Posting are the gates of Events (and whether log lines are posted).
+	Posting posting.Settings
 }
 
 // DefaultErrorDelays are Kopf's queueing.error_delays.
@@ -144,7 +146,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 	}
 	s = s.WithDefaults()
 	if s.Poster == nil {
-		s.Poster = &posting.Poster{Client: mgr.GetClient(), Now: s.Clock.Now}
+		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
+			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
@@ -170,6 +173,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		Clock:          s.Clock,
 		Logger:         mgr.GetLogger().WithName("daemons"),
 		Indices:        s.Indices,
+		BaseContext:    posting.NewContext(context.Background(), s.Poster),
+		Local:          posting.Local,
 	})
 	toggle := &freeze.Toggle{}
 	eng := &engine{mgr: mgr, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
@@ -211,7 +216,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range []manager.Runnable{sup, eng, peers} {
+	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers} {
 		if err := mgr.Add(r); err != nil {
 			return fmt.Errorf("add the engine to the manager: %w", err)
 		}

@@ -67,6 +67,6 @@ func (r *reconciler) stopDaemons(c *cycle) {
 	b := r.sup.Stop(c.obj.GetUID(), daemons.StopResourceDeleted)
 	c.blocking, c.polling = b.Names, b.Polling
 	for _, name := range b.Lingering {
-		c.log.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, seconds(c.polling)))
+		c.local.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, seconds(c.polling)))
 	}
 }
