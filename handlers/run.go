@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/reactor"
@@ -140,6 +141,7 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
+		WebhookServer:           webhook.NewServer(opts.WebhookServer),
 	}
 	opts.Namespaces = append(opts.Namespaces, f.Namespaces...)
 	opts.Standalone = opts.Standalone || f.Standalone

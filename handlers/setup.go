@@ -6,6 +6,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/memo"
@@ -74,6 +75,14 @@ type Options struct {
 	// Posting are the gates of Events (posting.Settings: Disabled, Level,
 	// and Loggers to post handler log lines as Events, off by default).
 	Posting posting.Settings
+	// Webhooks configure the serving of validating and mutating handlers,
+	// if there are any: SetupWithManager serves them on the manager's
+	// webhook server (the zero value serves them at its root, unmanaged).
+	Webhooks WebhookOptions
+	// WebhookServer configures the webhook server of the manager that the
+	// standalone runner makes (address, port, certificates); embedded, the
+	// manager's own applies.
+	WebhookServer webhook.Options
 	// ErrorDelays are how long an object waits after unexpected errors in
 	// a row (API failures): default Kopf's 1, 1, 2, 3, 5, 8, ... 610 s (the
 	// last repeats); an empty, non-nil list leaves it to controller-runtime.
@@ -117,5 +126,8 @@ func (o Options) peering() peering.Settings {
 // problems (duplicate ids, contradictory filters, unknown kinds) are
 // reported here, all at once.
 func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
-	return reactor.Setup(mgr, &reg.reg, opts.settings())
+	if err := reactor.Setup(mgr, &reg.reg, opts.settings()); err != nil {
+		return err
+	}
+	return SetupWebhooksWithManager(mgr, reg, opts.Webhooks)
 }

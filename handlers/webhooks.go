@@ -33,7 +33,9 @@ type WebhookOptions struct {
 }
 
 // SetupWebhooksWithManager serves the registry's validating and mutating
-// handlers on the manager's webhook server (configure its address and
+// handlers on the manager's webhook server (SetupWithManager calls it with
+// Options.Webhooks; call it yourself only to serve webhooks without the
+// rest of the engine) (configure its address and
 // certificates in manager.Options.WebhookServer), and with
 // WebhookOptions.Managed, keeps the webhook configurations. Without webhook
 // handlers it does nothing (and does not start the webhook server).
