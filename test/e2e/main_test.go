@@ -17,9 +17,6 @@ import (
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
-// examples are the example packages this package builds and runs.
-var examples = []string{"01-minimal", "03-exceptions", "05-handlers", "06-peering", "14-daemons", "15-timers"}
-
 var (
 	// env is the one control plane of the package.
 	env *testenv.Env
@@ -72,10 +69,16 @@ func runMain(m *testing.M) int {
 
 // buildExamples builds every example once, and the kopf command, in one
 // go build, into dir.
+// buildExamples builds every example (each directory of examples/ with a
+// main.go) and the kopf command into dir.
 func buildExamples(dir string) error {
+	mains, err := filepath.Glob(filepath.Join(testenv.Root(), "examples", "*", "main.go"))
+	if err != nil {
+		return err
+	}
 	args := []string{"build", "-o", dir + string(filepath.Separator), "./cmd/kopf"}
-	for _, name := range examples {
-		args = append(args, "./examples/"+name)
+	for _, main := range mains {
+		args = append(args, "./examples/"+filepath.Base(filepath.Dir(main)))
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = testenv.Root()
