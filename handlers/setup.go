@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -131,3 +132,10 @@ func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
 	}
 	return SetupWebhooksWithManager(mgr, reg, opts.Webhooks)
 }
+
+// Client returns the operator's client in a handler (of any kind: change,
+// daemon, timer, on-event, index, activity): the manager's client, which
+// writes to the API server and reads through the manager's cache. Outside
+// handlers (and in login handlers, which run before there is a manager),
+// it is nil.
+func Client(ctx context.Context) client.Client { return reactor.ClientFrom(ctx) }

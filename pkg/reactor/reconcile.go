@@ -282,7 +282,7 @@ func (r *reconciler) report(ctx context.Context, c *cycle, what, value, reason, 
 // handlerContext is the context a handler runs in: the logger, and the
 // poster for its Events.
 func (r *reconciler) handlerContext(ctx context.Context, log logr.Logger) context.Context {
-	return posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster)
+	return withClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
 }
 
 // setClient points the reconciler at a run's client, or at none.

@@ -75,6 +75,9 @@ type Settings struct {
 	ErrorDelays []time.Duration
 	// Posting are the gates of Events (and whether log lines are posted).
 	Posting posting.Settings
+	// Client is what handlers find in their context (ClientFrom): the
+	// manager's client, set by Setup.
+	Client client.Client
 }
 
 // DefaultErrorDelays are Kopf's queueing.error_delays.
@@ -145,6 +148,9 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		return fmt.Errorf("invalid handler registration: %w", err)
 	}
 	s = s.WithDefaults()
+	if s.Client == nil {
+		s.Client = mgr.GetClient()
+	}
 	if s.Poster == nil {
 		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
 			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
@@ -173,7 +179,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		Clock:          s.Clock,
 		Logger:         mgr.GetLogger().WithName("daemons"),
 		Indices:        s.Indices,
-		BaseContext:    posting.NewContext(context.Background(), s.Poster),
+		BaseContext:    withClient(posting.NewContext(context.Background(), s.Poster), s.Client),
 		Local:          posting.Local,
 	})
 	toggle := &freeze.Toggle{}

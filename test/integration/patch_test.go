@@ -7,7 +7,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kopf-go/kopf/handlers"
 )
@@ -65,5 +68,29 @@ func TestHandlerPatchResultsAndLogger(t *testing.T) {
 	diffbase := obj.GetAnnotations()["kopf.zalando.org/last-handled-configuration"]
 	if want := `"extra":"from-handler"`; !strings.Contains(diffbase, want) {
 		t.Errorf("diffbase %s lacks %s", diffbase, want)
+	}
+}
+
+// Handlers find the operator's client in their context.
+func TestClientInHandlers(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	reg, kind := kex()
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName() + "-child", Namespace: obj.GetNamespace()}}
+		if err := handlers.Adopt(cm, obj); err != nil {
+			return nil, err
+		}
+		return nil, handlers.Client(ctx).Create(ctx, cm)
+	})
+	env.StartOperator(t, ns, reg, handlers.Options{})
+	create(t, exampleObject(t, ns))
+	eventually(t, "the child exists, owned", func() bool {
+		var cm corev1.ConfigMap
+		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "kopf-example-1-child"}, &cm)
+		return err == nil && len(cm.OwnerReferences) == 1 && cm.OwnerReferences[0].Kind == "KopfExample"
+	})
+	if handlers.Client(context.Background()) != nil {
+		t.Error("a client outside handlers")
 	}
 }
