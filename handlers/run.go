@@ -155,11 +155,12 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
-	if err := SetupWithManager(mgr, reg, opts); err != nil {
+	prober, err := setup(mgr, reg, opts)
+	if err != nil {
 		return err
 	}
 	if f.Liveness != "" {
-		if err := serveLiveness(mgr, reg, opts, f.Liveness); err != nil {
+		if err := serveLiveness(mgr, prober, f.Liveness); err != nil {
 			return err
 		}
 	}
@@ -171,8 +172,9 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	return nil
 }
 
-// serveLiveness serves the probes' results as JSON at the URL.
-func serveLiveness(mgr manager.Manager, reg *Registry, opts Options, liveness string) error {
+// serveLiveness serves the probes' results as JSON at the URL: the
+// engine's own prober, which sees the operator's memo and indices.
+func serveLiveness(mgr manager.Manager, prober *reactor.Prober, liveness string) error {
 	u, err := url.Parse(liveness)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return fmt.Errorf("--liveness %q: want an http:// URL with a host and port", liveness)
@@ -182,7 +184,7 @@ func serveLiveness(mgr manager.Manager, reg *Registry, opts Options, liveness st
 		path = "/"
 	}
 	mux := http.NewServeMux()
-	mux.Handle(path, reactor.NewProber(&reg.reg, opts.settings(), mgr.GetLogger().WithName("probes")))
+	mux.Handle(path, prober)
 	server := &manager.Server{Name: "liveness", Server: &http.Server{Addr: u.Host, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	if err := mgr.Add(server); err != nil {
 		return fmt.Errorf("serve the liveness endpoint: %w", err)

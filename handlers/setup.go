@@ -88,6 +88,11 @@ type Options struct {
 	// a row (API failures): default Kopf's 1, 1, 2, 3, 5, 8, ... 610 s (the
 	// last repeats); an empty, non-nil list leaves it to controller-runtime.
 	ErrorDelays []time.Duration
+	// Ready, if set, is closed once the operator is ready: its startup
+	// handlers have finished and it begins to watch (Kopf's ready_flag).
+	// A program that embeds the operator waits on it before its own work.
+	// The channel is closed once: an engine needs a fresh one each run.
+	Ready chan struct{}
 }
 
 func (o Options) settings() reactor.Settings {
@@ -107,6 +112,7 @@ func (o Options) settings() reactor.Settings {
 		Memo:                    o.Memo,
 		ErrorDelays:             o.ErrorDelays,
 		Posting:                 o.Posting,
+		Ready:                   o.Ready,
 	}
 }
 
@@ -127,10 +133,18 @@ func (o Options) peering() peering.Settings {
 // problems (duplicate ids, contradictory filters, unknown kinds) are
 // reported here, all at once.
 func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
-	if err := reactor.Setup(mgr, &reg.reg, opts.settings()); err != nil {
-		return err
+	_, err := setup(mgr, reg, opts)
+	return err
+}
+
+// setup is SetupWithManager that also returns the prober of the probe
+// handlers, for the runner's liveness endpoint.
+func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Prober, error) {
+	prober, err := reactor.Setup(mgr, &reg.reg, opts.settings())
+	if err != nil {
+		return nil, err
 	}
-	return SetupWebhooksWithManager(mgr, reg, opts.Webhooks)
+	return prober, SetupWebhooksWithManager(mgr, reg, opts.Webhooks)
 }
 
 // Client returns the operator's client in a handler (of any kind: change,

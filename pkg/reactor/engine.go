@@ -55,6 +55,9 @@ func (e *engine) Start(ctx context.Context) error {
 		return err
 	}
 	e.started.Store(true)
+	if e.settings.Ready != nil {
+		close(e.settings.Ready)
+	}
 	defer e.cleanup(ctx)
 	first := true
 	for {

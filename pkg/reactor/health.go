@@ -24,7 +24,7 @@ const (
 // have finished and while the operator is frozen (saying why), a liveness
 // check that runs the probe handlers (a freeze does not fail it: a restart
 // would not help), and the operator to the frozen-state metric.
-func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Registry, s Settings) error {
+func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Registry, s Settings) (*Prober, error) {
 	ready := func(*http.Request) error {
 		if !e.started.Load() {
 			return errors.New("the startup handlers have not finished")
@@ -35,14 +35,14 @@ func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Re
 		return nil
 	}
 	if err := mgr.AddReadyzCheck(ReadyzCheckName, ready); err != nil {
-		return fmt.Errorf("add the readiness check: %w", err)
+		return nil, fmt.Errorf("add the readiness check: %w", err)
 	}
 	prober := NewProber(reg, s, mgr.GetLogger().WithName("probes"))
 	if err := mgr.AddHealthzCheck(ReadyzCheckName, prober.Check); err != nil {
-		return fmt.Errorf("add the liveness check: %w", err)
+		return nil, fmt.Errorf("add the liveness check: %w", err)
 	}
 	frozenStates.add(identity, e.toggle)
-	return nil
+	return prober, nil
 }
 
 // frozenCollector reports, for every engine of the process, whether it is

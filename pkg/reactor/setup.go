@@ -78,6 +78,9 @@ type Settings struct {
 	// Client is what handlers find in their context (ClientFrom): the
 	// manager's client, set by Setup.
 	Client client.Client
+	// Ready, if set, is closed once the startup handlers have finished:
+	// for a program that embeds the operator and waits for it.
+	Ready chan struct{}
 }
 
 // DefaultErrorDelays are Kopf's queueing.error_delays.
@@ -142,10 +145,13 @@ func (s Settings) WithDefaults() Settings {
 // Setup adds the engine to the manager: the kinds' controllers (run by
 // the engine itself, so that a freeze can stop their watches), the daemon
 // supervisor, peering, a readiness check and a metric of the frozen state.
-// Problems of the registration are reported here, all at once.
-func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
+// Problems of the registration are reported here, all at once. It returns
+// the prober of the probe handlers (the one behind the liveness check), so
+// that another endpoint can serve the same probes, with the same memo and
+// indices.
+func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, error) {
 	if err := reg.Validate(); err != nil {
-		return fmt.Errorf("invalid handler registration: %w", err)
+		return nil, fmt.Errorf("invalid handler registration: %w", err)
 	}
 	s = s.WithDefaults()
 	if s.Client == nil {
@@ -157,7 +163,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
-		return fmt.Errorf("create a discovery client: %w", err)
+		return nil, fmt.Errorf("create a discovery client: %w", err)
 	}
 	// Writes go straight to the API server; the manager's own cache is
 	// left alone (reading through it would start informers in it).
@@ -165,7 +171,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 	})
 	if err != nil {
-		return fmt.Errorf("create a client: %w", err)
+		return nil, fmt.Errorf("create a client: %w", err)
 	}
 	wrap := s.WrapClient
 	if wrap == nil {
@@ -200,7 +206,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 		if gvk.Empty() {
 			gvk, err = apiutil.GVKForObject(kind.NewObject(), mgr.GetScheme())
 			if err != nil {
-				return fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
+				return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 			}
 		}
 		eng.kinds = append(eng.kinds, &reconciler{
@@ -220,11 +226,11 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) error {
 	ps.Namespaces, ps.Clock, ps.Logger = s.Namespaces, s.Clock, mgr.GetLogger().WithName("peering")
 	peers, err := peering.New(mgr.GetConfig(), ps, toggle)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers} {
 		if err := mgr.Add(r); err != nil {
-			return fmt.Errorf("add the engine to the manager: %w", err)
+			return nil, fmt.Errorf("add the engine to the manager: %w", err)
 		}
 	}
 	return addHealth(mgr, eng, peers.Identity(), reg, s)

@@ -48,8 +48,17 @@ func TestStartupAndCleanup(t *testing.T) {
 	create(t, exampleObject(t, ns))
 	w := &watches{resource: "kopfexamples"}
 	probes := freeAddress(t)
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Memo: memo}, func(o *manager.Options) { o.HealthProbeBindAddress = probes })
+	ready := make(chan struct{})
+	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Memo: memo, Ready: ready}, func(o *manager.Options) { o.HealthProbeBindAddress = probes })
 	op.Start(t)
+	select {
+	case <-ready:
+		if n := startups.Load(); n != 4 {
+			t.Errorf("Options.Ready was closed after %d startup attempts, want it after the 4th", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Options.Ready was not closed after the startup handlers")
+	}
 	eventually(t, "the probe server answers", func() bool {
 		code, body := httpGetMaybe("http://" + probes + "/readyz/kopf-peering")
 		return code != 0 && (code == 200 || strings.Contains(body, "startup handlers have not finished"))
@@ -91,10 +100,16 @@ func TestStartupFailureStopsTheOperator(t *testing.T) {
 		return handlers.NewPermanentError("the database is gone")
 	})
 	w := &watches{resource: "kopfexamples"}
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{})
+	ready := make(chan struct{})
+	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Ready: ready})
 	create(t, exampleObject(t, ns))
 	op.Start(t)
 	err := op.Exited(t)
+	select {
+	case <-ready:
+		t.Error("Options.Ready was closed, though the startup failed")
+	default:
+	}
 	if err == nil || !strings.Contains(err.Error(), "the startup handlers failed") {
 		t.Errorf("the operator ended with %v, want the startup failure", err)
 	}

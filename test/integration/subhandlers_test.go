@@ -51,7 +51,13 @@ func TestSubhandlers(t *testing.T) {
 	if diff := cmp.Diff(want, order); diff != "" {
 		t.Errorf("calls -want +got:\n%s", diff)
 	}
-	obj := get(t, ns, "kopf-example-1")
+	// The log line comes before the cycle's patch: wait for the patch,
+	// which stores the diffbase.
+	var obj *unstructured.Unstructured
+	eventually(t, "the diffbase is stored", func() bool {
+		obj = get(t, ns, "kopf-example-1")
+		return obj.GetAnnotations()["kopf.zalando.org/last-handled-configuration"] != ""
+	})
 	status := obj.Object["status"].(map[string]any)
 	if diff := cmp.Diff(map[string]any{"item": "item1"}, status["create_fn/item1"]); diff != "" {
 		t.Errorf("status.create_fn/item1 -want +got:\n%s", diff)
