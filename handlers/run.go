@@ -117,14 +117,9 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	// Stack traces would point into the engine, not at the handler's error.
 	logger := zap.New(zap.ConsoleEncoder(), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel))
 	ctrl.SetLogger(logger)
-	cfg, err := reg.login(ctx, opts)
+	cfg, err := clusterConfig(ctx, reg, opts, f.Kubeconfig)
 	if err != nil {
 		return err
-	}
-	if cfg == nil {
-		if cfg, err = restConfig(f.Kubeconfig); err != nil {
-			return err
-		}
 	}
 	// The runner's manager serves no metrics, so its controllers' names need
 	// not be unique in the process: Run may run again, e.g. in tests.
@@ -190,6 +185,29 @@ func serveLiveness(mgr manager.Manager, prober *reactor.Prober, liveness string)
 		return fmt.Errorf("serve the liveness endpoint: %w", err)
 	}
 	return nil
+}
+
+// clusterConfig is the connection the login handlers give, else the one
+// of the kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the
+// in-cluster one.
+func clusterConfig(ctx context.Context, reg *Registry, opts Options, kubeconfig string) (*rest.Config, error) {
+	cfg, err := reg.login(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		if cfg, err = restConfig(kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.QPS == 0 {
+		// client-go would throttle to 5 requests a second; like
+		// controller-runtime's GetConfig (and Kopf, which has no client-side
+		// limit), leave it to the API server's priority and fairness.
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -1,9 +1,13 @@
 package handlers
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 )
 
 func TestParseFlagsPeeringFromEnvironment(t *testing.T) {
@@ -51,5 +55,40 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("ParseFlags(%q) -want +got:\n%s", tt.args, diff)
 			}
 		})
+	}
+}
+
+// The runner does not throttle its own requests (client-go's default
+// would be 5 a second), unless the connection says how.
+func TestClusterConfigLeavesThrottlingToTheServer(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	const text = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
+	if err := os.WriteFile(kubeconfig, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clusterConfig(context.Background(), NewRegistry(), Options{}, kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.QPS != -1 || cfg.Host != "https://127.0.0.1:1" {
+		t.Errorf("from the kubeconfig: QPS %v, host %q; want -1 (no client-side limit) and the kubeconfig's server", cfg.QPS, cfg.Host)
+	}
+
+	reg := NewRegistry()
+	OnLogin(reg, "login_fn", func(ctx context.Context, a *Activity) (*rest.Config, error) {
+		return &rest.Config{Host: "https://127.0.0.1:2", QPS: 50}, nil
+	})
+	cfg, err = clusterConfig(context.Background(), reg, Options{}, kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.QPS != 50 || cfg.Host != "https://127.0.0.1:2" {
+		t.Errorf("from a login handler: QPS %v, host %q; want the handler's own", cfg.QPS, cfg.Host)
 	}
 }
