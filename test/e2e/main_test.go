@@ -67,10 +67,8 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// buildExamples builds every example once, and the kopf command, in one
-// go build, into dir.
 // buildExamples builds every example (each directory of examples/ with a
-// main.go) and the kopf command into dir.
+// main.go) and the kopf command into dir, in one go build.
 func buildExamples(dir string) error {
 	mains, err := filepath.Glob(filepath.Join(testenv.Root(), "examples", "*", "main.go"))
 	if err != nil {
