@@ -42,7 +42,7 @@ func TestDaemonIsSpawnedOncePerObjectAndID(t *testing.T) {
 		}
 		want := seen{Namespace: "ns", Name: "name", UID: "uid-1", Spec: map[string]any{"field": "value"}, ID: id, Started: t0}
 		have := seen{Namespace: c.Obj.GetNamespace(), Name: c.Obj.GetName(), UID: string(c.Obj.GetUID()),
-			Spec: c.d.Body["spec"], ID: c.d.HandlerID, Retry: c.Retry, Started: c.Started}
+			Spec: c.d.Body()["spec"], ID: c.d.HandlerID, Retry: c.Retry, Started: c.Started}
 		if diff := cmp.Diff(want, have); diff != "" {
 			t.Errorf("daemon %s's call (-want +got):\n%s", id, diff)
 		}
@@ -303,6 +303,38 @@ func TestDaemonInitialDelay(t *testing.T) {
 	c := h.callAt(7 * time.Second)
 	if c.Retry != 0 || !c.Started.Equal(t0.Add(7*time.Second)) {
 		t.Errorf("first attempt: Retry %d, Started +%s; want 0, +7s", c.Retry, h.since(c.Started))
+	}
+	c.do(untilCancelled)
+}
+
+// A runner starts with a copy of the object that the spawner read, and
+// reads it itself only for later attempts.
+func TestFirstAttemptUsesTheSyncedObject(t *testing.T) {
+	h := newHarness(t, Settings{})
+	seen := h.host.obj.DeepCopy()
+	seen.SetNamespace(ref.Namespace)
+	seen.SetName(ref.Name)
+	seen.SetUID(ref.UID)
+	seen.Object["spec"] = map[string]any{"field": "as synced"}
+	h.sup.Sync(ref, h.host, h.log, []Handler{h.daemon("x", Spec{})}, h.essence, nil, seen)
+	seen.Object["spec"] = map[string]any{"field": "changed by the spawner afterwards"}
+
+	c := h.next()
+	if got := c.d.Body()["spec"]; !cmp.Equal(got, map[string]any{"field": "as synced"}) {
+		t.Errorf("the first attempt saw spec %v, want the synced object's own copy", got)
+	}
+	h.host.mu.Lock()
+	fetches := h.host.fetches
+	h.host.mu.Unlock()
+	if fetches != 0 {
+		t.Errorf("the first attempt read the object %d times, want 0", fetches)
+	}
+	c.do(returns(nil, execution.NewTemporaryError("again", time.Second)))
+	h.waiters(1)
+	h.clock.Step(time.Second)
+	c = h.next()
+	if got := c.d.Body()["spec"]; !cmp.Equal(got, map[string]any{"field": "value"}) {
+		t.Errorf("the retry saw spec %v, want the host's latest", got)
 	}
 	c.do(untilCancelled)
 }

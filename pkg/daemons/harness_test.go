@@ -37,6 +37,7 @@ type fakeHost struct {
 	mu       sync.Mutex
 	obj      *unstructured.Unstructured
 	fetchErr error
+	fetches  int
 	applied  []map[string]any
 	enqueued []Ref
 	// onEnqueue, when set, is called before a reconcile request is noted.
@@ -53,17 +54,23 @@ func newHost() *fakeHost {
 }
 
 // Fetch returns a copy of the fixed object under the ref's name.
-func (f *fakeHost) Fetch(_ context.Context, r Ref) (causes.Object, map[string]any, error) {
+func (f *fakeHost) Fetch(_ context.Context, r Ref) (causes.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.fetches++
 	if f.fetchErr != nil {
-		return nil, nil, f.fetchErr
+		return nil, f.fetchErr
 	}
 	obj := f.obj.DeepCopy()
 	obj.SetNamespace(r.Namespace)
 	obj.SetName(r.Name)
 	obj.SetUID(r.UID)
-	return obj, obj.Object, nil
+	return obj, nil
+}
+
+// Body is the unstructured object's own map.
+func (f *fakeHost) Body(obj causes.Object) (map[string]any, error) {
+	return obj.(*unstructured.Unstructured).Object, nil
 }
 
 // Apply records the patch as the JSON merge patch that would be sent.
@@ -256,7 +263,7 @@ func (h *harness) timer(id string, spec Spec) Handler {
 // sync tells the supervisor which handlers match the object now, with the
 // harness's current essence fingerprint.
 func (h *harness) sync(hs ...Handler) {
-	h.sup.Sync(ref, h.host, h.log, hs, h.essence, nil)
+	h.sup.Sync(ref, h.host, h.log, hs, h.essence, nil, nil)
 }
 
 // next waits for the next call of any scripted function.

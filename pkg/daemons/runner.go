@@ -32,6 +32,9 @@ type runner struct {
 	stopped chan struct{}
 	// done is closed when the runner's goroutine has returned.
 	done chan struct{}
+	// first is the object for the first attempt, if the spawner had it;
+	// later attempts read it afresh.
+	first causes.Object
 
 	// Guarded by sup.mu.
 	reason    StopReason
@@ -99,7 +102,7 @@ func (r *runner) run() {
 // after the default backoff if it cannot be read; false if stopped.
 func (r *runner) initialDelay() bool {
 	for {
-		obj, _, err := r.obj.host.Fetch(r.ctx, r.obj.ref)
+		obj, err := r.obj.host.Fetch(r.ctx, r.obj.ref)
 		if err == nil {
 			return r.sleep(r.ctx, r.h.InitialDelay(obj))
 		}
@@ -204,9 +207,13 @@ func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState 
 //
 //go:noinline
 func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonCause, error) {
-	obj, body, err := r.obj.host.Fetch(r.ctx, r.obj.ref)
-	if err != nil {
-		return nil, nil, err
+	obj := r.first
+	r.first = nil
+	if obj == nil {
+		var err error
+		if obj, err = r.obj.host.Fetch(r.ctx, r.obj.ref); err != nil {
+			return nil, nil, err
+		}
 	}
 	now := r.sup.clock.Now()
 	return obj, &DaemonCause{
@@ -215,11 +222,11 @@ func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonC
 		Started:   state.Started,
 		Runtime:   state.Runtime(now),
 		Patch:     patch.New(),
-		Body:      body,
 		Memo:      r.objectMemo(),
 		Indices:   r.sup.settings.Indices,
 		r:         r,
 		now:       now,
+		obj:       obj,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package daemons
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -86,11 +87,13 @@ func (r Ref) String() string {
 }
 
 // Host is what the supervisor needs from the engine for one kind: the
-// object's latest state, a way to write a handler's changes, and a way to
-// have the object reconciled again (e.g. to drop a finalizer once its
-// daemons have exited).
+// object's latest state (and its JSON-like map, made only when a handler
+// asks for it), a way to write a handler's changes, and a way to have the
+// object reconciled again (e.g. to drop a finalizer once its daemons have
+// exited).
 type Host interface {
-	Fetch(ctx context.Context, ref Ref) (causes.Object, map[string]any, error)
+	Fetch(ctx context.Context, ref Ref) (causes.Object, error)
+	Body(obj causes.Object) (map[string]any, error)
 	Apply(ctx context.Context, ref Ref, p *patch.Patch) error
 	Enqueue(ref Ref)
 }
@@ -109,8 +112,6 @@ type DaemonCause struct {
 	// Patch collects changes to the object; it is written when the call
 	// returns, together with the result.
 	Patch *patch.Patch
-	// Body is the object as a JSON-like map when the call began; read-only.
-	Body map[string]any
 	// Memo is the object's memo, shared with its change handlers.
 	Memo *memo.Memo
 	// Indices are the operator's indices.
@@ -118,6 +119,26 @@ type DaemonCause struct {
 
 	r   *runner
 	now time.Time
+	// obj is the object when the call began; body its map, made on the
+	// first call of Body (a running daemon holds it as long as it runs).
+	obj      causes.Object
+	bodyOnce sync.Once
+	body     map[string]any
+}
+
+// Body is the object as a JSON-like map when the call began; read-only.
+// For unstructured objects it is the object's own map; typed objects are
+// converted on the first call (nil if that fails, which is logged).
+func (d *DaemonCause) Body() map[string]any {
+	d.bodyOnce.Do(func() {
+		body, err := d.r.obj.host.Body(d.obj)
+		if err != nil {
+			d.r.log.Error(err, "The object cannot be read as a map.")
+			return
+		}
+		d.body = body
+	})
+	return d.body
 }
 
 // Stopped is closed when the daemon is asked to stop (the object is
@@ -137,7 +158,7 @@ func (d *DaemonCause) Sleep(ctx context.Context, duration time.Duration) bool {
 // Latest returns a fresh copy of the object as the operator's cache has it
 // now; a daemon that runs for long sees the object's changes through it.
 func (d *DaemonCause) Latest(ctx context.Context) (causes.Object, error) {
-	obj, _, err := d.r.obj.host.Fetch(ctx, d.r.obj.ref)
+	obj, err := d.r.obj.host.Fetch(ctx, d.r.obj.ref)
 	if err != nil {
 		return nil, fmt.Errorf("read the latest %s: %w", d.r.obj.ref, err)
 	}

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"github.com/kopf-go/kopf/pkg/indexing"
-	"github.com/kopf-go/kopf/pkg/memo"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/kopf-go/kopf/pkg/causes"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/lazylog"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // Settings of the supervisor; zero values mean the defaults.
@@ -162,7 +164,12 @@ func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
 // fingerprint tells timers with an idle time whether the object changed.
 // Handlers that are still stopping count as running: they are spawned again
 // after they have exited (which triggers another reconcile).
-func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64, m *memo.Memo) {
+//
+// obj, if not nil, is the object as the caller just read it: spawned
+// runners start with a copy of it rather than reading it themselves, so
+// that the reading (deep in a cache's code) does not grow the stacks of
+// goroutines that then keep them for as long as they run.
+func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64, m *memo.Memo, obj causes.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing || s.paused {
@@ -180,7 +187,7 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 		if _, running := o.runners[h.ID]; running || o.foreverStopped[h.ID] {
 			continue
 		}
-		s.spawnLocked(o, h)
+		s.spawnLocked(o, h, obj)
 	}
 	for id, r := range o.runners {
 		if !wanted[id] {
@@ -189,9 +196,11 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 	}
 }
 
-func (s *Supervisor) spawnLocked(o *object, h Handler) {
+func (s *Supervisor) spawnLocked(o *object, h Handler, obj causes.Object) {
 	ctx, cancel := context.WithCancelCause(s.base)
-	log := o.log.WithValues("handler", h.ID)
+	// The runner keeps its logger as long as it runs: its values are
+	// bound only when it writes.
+	log := lazylog.WithValues(o.log, "handler", h.ID)
 	r := &runner{
 		sup: s, obj: o, h: h,
 		log:     log,
@@ -200,6 +209,9 @@ func (s *Supervisor) spawnLocked(o *object, h Handler) {
 		cancel:  cancel,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if obj != nil {
+		r.first, _ = obj.DeepCopyObject().(causes.Object)
 	}
 	o.runners[h.ID] = r
 	s.wg.Add(1)

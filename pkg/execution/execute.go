@@ -86,7 +86,9 @@ func Execute(ctx context.Context, h *Handler, st *HandlerState, now time.Time, d
 func checkLimits(ctx context.Context, h *Handler, st *HandlerState, now time.Time) (Outcome, bool) {
 	log := logr.FromContextOrDiscard(ctx)
 	runtime := st.Runtime(now)
-	log.V(1).Info(fmt.Sprintf("%s is invoked.", h))
+	if debug := log.V(1); debug.Enabled() {
+		debug.Info(fmt.Sprintf("%s is invoked.", h))
+	}
 	if h.Timeout > 0 && runtime >= h.Timeout {
 		err := &HandlerTimeoutError{Message: fmt.Sprintf("%s has timed out after %s.", h, timedelta(runtime))}
 		log.Error(nil, err.Message)

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kopf-go/kopf/pkg/causes"
@@ -19,19 +20,24 @@ var _ daemons.Host = (*reconciler)(nil)
 
 // Fetch returns the object as the cache has it now, if it is still the
 // same object (the same uid).
-func (r *reconciler) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, map[string]any, error) {
+func (r *reconciler) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, error) {
 	obj := r.newObject()
 	if err := r.get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		return nil, nil, fmt.Errorf("read %s %s: %w", r.gvk.Kind, ref, err)
+		return nil, fmt.Errorf("read %s %s: %w", r.gvk.Kind, ref, err)
 	}
 	if obj.GetUID() != ref.UID {
-		return nil, nil, apierrors.NewNotFound(schema.GroupResource{Group: r.gvk.Group, Resource: r.gvk.Kind}, ref.Name)
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: r.gvk.Group, Resource: r.gvk.Kind}, ref.Name)
 	}
-	body, err := r.body(obj)
-	if err != nil {
-		return nil, nil, err
+	return obj, nil
+}
+
+// Body returns a fetched object as a JSON-like map.
+func (r *reconciler) Body(obj causes.Object) (map[string]any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a Kubernetes object", obj)
 	}
-	return obj, body, nil
+	return r.body(o)
 }
 
 // Apply writes a daemon's or timer's patch: status first, then the rest.

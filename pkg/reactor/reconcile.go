@@ -63,6 +63,9 @@ type reconciler struct {
 	sup      *daemons.Supervisor
 	// events carries the daemons' requests for reconciles.
 	events chan event.GenericEvent
+	// daemonLog is the kind's logger for daemons and timers: they outlive
+	// the reconcile that spawned them, so they do not take its logger.
+	daemonLog logr.Logger
 
 	statusSubresource func(context.Context) (bool, error)
 	statusMu          sync.Mutex

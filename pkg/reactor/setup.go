@@ -217,6 +217,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 			memories: newMemories(s.Memo),
 			sup:      sup,
 			events:   make(chan event.GenericEvent, enqueueBuffer),
+			daemonLog: mgr.GetLogger().WithValues("controller", controllerName(gvk),
+				"controllerGroup", gvk.Group, "controllerKind", gvk.Kind),
 			statusSubresource: func(ctx context.Context) (bool, error) {
 				return hasStatusSubresource(disco, gvk)
 			},

@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/go-logr/logr"
+
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/lazylog"
+	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/registry"
 )
 
@@ -43,7 +47,16 @@ func (r *reconciler) syncDaemons(c *cycle) {
 		h.Write(diffbase.Encode(c.newEssence))
 		fingerprint = h.Sum64()
 	}
-	r.sup.Sync(c.ref(), r, c.log, handlers, fingerprint, c.mem.memo)
+	r.sup.Sync(c.ref(), r, r.objectDaemonLog(c), handlers, fingerprint, c.mem.memo, c.obj)
+}
+
+// objectDaemonLog is the logger of the object's daemons and timers: the
+// object's values are bound only when a line is written, since the
+// supervisor keeps the logger as long as the object, and posting follows
+// the operator's settings as for change handlers.
+func (r *reconciler) objectDaemonLog(c *cycle) logr.Logger {
+	log := lazylog.WithValues(r.daemonLog, "namespace", c.obj.GetNamespace(), "name", c.obj.GetName())
+	return posting.Logger(log, r.settings.Poster, posting.Ref{GVK: r.gvk, Namespace: c.obj.GetNamespace(), Name: c.obj.GetName(), UID: c.obj.GetUID()})
 }
 
 // daemonsRequireFinalizer reports whether a daemon or timer that matches

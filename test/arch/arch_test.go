@@ -20,7 +20,7 @@ import (
 // packages of lower layers. Packages of one layer are peers and must not
 // import each other. A new package needs a place here.
 var layers = [][]string{
-	{"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing"},
+	{"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "pkg/lazylog"},
 	{"pkg/diff", "pkg/patch", "pkg/hierarchies"},
 	{"pkg/keys"},
 	{"pkg/progress", "pkg/diffbase", "pkg/causes"},
@@ -35,7 +35,7 @@ var layers = [][]string{
 // pure packages hold logic only: no controller-runtime, no client-go, no
 // goroutines.
 var pure = []string{
-	"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
+	"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "pkg/lazylog", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
 	"pkg/diffbase", "pkg/causes", "pkg/registry", "pkg/execution", "pkg/hierarchies",
 }
 

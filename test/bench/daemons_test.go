@@ -27,9 +27,11 @@ import (
 // holds is counted.
 type host struct{ proto *unstructured.Unstructured }
 
-func (h *host) Fetch(context.Context, daemons.Ref) (causes.Object, map[string]any, error) {
-	obj := h.proto.DeepCopy()
-	return obj, obj.Object, nil
+func (h *host) Fetch(context.Context, daemons.Ref) (causes.Object, error) {
+	return h.proto.DeepCopy(), nil
+}
+func (h *host) Body(obj causes.Object) (map[string]any, error) {
+	return obj.(*unstructured.Unstructured).Object, nil
 }
 func (h *host) Apply(context.Context, daemons.Ref, *patch.Patch) error { return nil }
 func (h *host) Enqueue(daemons.Ref)                                    {}
@@ -97,7 +99,7 @@ func runDaemons(tb testing.TB, n int, kinds ...func(*atomic.Int64) daemons.Handl
 	goroutinesBefore := runtime.NumGoroutine()
 	for i := range n {
 		ref := daemons.Ref{UID: types.UID(fmt.Sprintf("uid-%d", i)), Namespace: "default", Name: fmt.Sprintf("kopf-example-%d", i)}
-		sup.Sync(ref, h, logr.Discard(), handlers, 0, nil)
+		sup.Sync(ref, h, logr.Discard(), handlers, 0, nil, nil)
 	}
 	for started.Load() < int64(len(handlers)*n) {
 		time.Sleep(10 * time.Millisecond)

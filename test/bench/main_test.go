@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kopf-go/kopf/test/bench/internal/kex"
+	"github.com/kopf-go/kopf/test/testenv"
+)
+
+// fixtures are what the operator workloads share: one control plane, a
+// kubeconfig for the operator processes, and the operator's binary. They
+// are made on first use, so that the daemon benchmarks, which need none
+// of them, do not wait for them.
+var fixtures struct {
+	once       sync.Once
+	err        error
+	tmp        string
+	env        *testenv.Env
+	kubeconfig string
+	operator   string
+}
+
+func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime's logger.
+	ctrllog.SetLogger(logr.Discard())
+	code := m.Run()
+	if fixtures.env != nil {
+		if err := fixtures.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, fmt.Errorf("stop the control plane: %w", err))
+			code = 1
+		}
+	}
+	if fixtures.tmp != "" {
+		_ = os.RemoveAll(fixtures.tmp)
+	}
+	os.Exit(code)
+}
+
+// setup makes the fixtures once, or fails the test.
+func setup(tb testing.TB) {
+	tb.Helper()
+	fixtures.once.Do(func() { fixtures.err = makeFixtures() })
+	if fixtures.err != nil {
+		tb.Fatal(fixtures.err)
+	}
+}
+
+func makeFixtures() error {
+	tmp, err := os.MkdirTemp("", "kopf-bench-")
+	if err != nil {
+		return err
+	}
+	fixtures.tmp = tmp
+	fixtures.operator = filepath.Join(tmp, "operator")
+	build := exec.Command("go", "build", "-o", fixtures.operator, "./test/bench/operator")
+	build.Dir = testenv.Root()
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the benchmark's operator: %w\n%s", err, out)
+	}
+	if fixtures.env, err = testenv.Start(testenv.ExampleCRD()); err != nil {
+		return err
+	}
+	fixtures.kubeconfig, err = fixtures.env.KubeconfigFile(tmp)
+	return err
+}
+
+// driverConfig is the control plane's connection for the driver's own
+// clients: unthrottled, as the operators' are.
+func driverConfig() *rest.Config {
+	cfg := rest.CopyConfig(fixtures.env.Config)
+	cfg.QPS = -1
+	return cfg
+}
+
+// schemeOnce is the driver's scheme: the built-in kinds and KopfExample.
+var schemeOnce = sync.OnceValues(func() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, kex.AddToScheme(s)
+})
+
+func scheme(tb testing.TB) *runtime.Scheme {
+	tb.Helper()
+	s, err := schemeOnce()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}

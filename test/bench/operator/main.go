@@ -1,0 +1,157 @@
+// Command operator is the benchmark's operator process: kopf-go's engine
+// or the hand-written baseline reconciler, for the same objects, with the
+// same manager and the same number of workers. It counts its own API
+// requests and handler calls and serves them, with its CPU time and
+// memory, as JSON at /stats, for the benchmark's driver to read.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kopf-go/kopf/test/bench/internal/kex"
+	"github.com/kopf-go/kopf/test/bench/internal/requests"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	variant   string
+	namespace string
+	workers   int
+	daemons   bool
+	logFile   string
+	profile   string
+	heap      string
+}
+
+func run() error {
+	var c config
+	flag.StringVar(&c.variant, "variant", "kopf", "kopf (kopf-go's engine) or baseline (the hand-written reconciler)")
+	flag.StringVar(&c.namespace, "namespace", "default", "the namespace to serve")
+	flag.IntVar(&c.workers, "workers", 16, "objects handled at once (MaxConcurrentReconciles)")
+	flag.BoolVar(&c.daemons, "daemons", false, "kopf only: a daemon for every object")
+	flag.StringVar(&c.logFile, "log", "", "write the log here (JSON lines at info level); none if empty")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
+	flag.StringVar(&c.heap, "heapprofile", "", "write a heap profile here whenever /stats?gc=1 is read")
+	klog.InitFlags(nil) // -v=N shows client-go's own log lines on stderr
+	flag.Parse()
+
+	if c.heap != "" {
+		// Sample finely enough to account for objects of a few hundred
+		// bytes each (the default samples every 512 KiB).
+		goruntime.MemProfileRate = 512
+	}
+	if c.profile != "" {
+		f, err := os.Create(c.profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		}()
+	}
+
+	logOut := zapcore.AddSync(discard{})
+	if c.logFile != "" {
+		f, err := os.Create(c.logFile)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		logOut = zapcore.AddSync(f)
+	}
+	logger := zap.New(zap.WriteTo(logOut), zap.Level(zapcore.InfoLevel), zap.StacktraceLevel(zapcore.PanicLevel))
+	ctrl.SetLogger(logger)
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return fmt.Errorf("load the kubeconfig: %w", err)
+	}
+	// Both variants leave throttling to the API server, as kopf-go's
+	// runner and controller-runtime's GetConfig do.
+	cfg.QPS = -1
+	counter := &requests.Counter{}
+	counter.Instrument(cfg)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := kex.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:  scheme,
+		Logger:  logger,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}},
+	})
+	if err != nil {
+		return fmt.Errorf("create the manager: %w", err)
+	}
+	rec := newRecorder()
+	switch c.variant {
+	case "kopf":
+		err = setupKopf(mgr, c, rec)
+	case "baseline":
+		if c.daemons {
+			return errors.New("--daemons is for the kopf variant only")
+		}
+		err = setupBaseline(mgr, c, rec)
+	default:
+		err = fmt.Errorf("unknown variant %q", c.variant)
+	}
+	if err != nil {
+		return err
+	}
+
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	server := &http.Server{Handler: statsHandler(counter, rec, c.heap), ReadHeaderTimeout: 10 * time.Second}
+	if err := mgr.Add(&manager.Server{Name: "stats", Server: server, Listener: listener}); err != nil {
+		return err
+	}
+	// The driver waits for this line.
+	fmt.Printf("stats at http://%s/stats\n", listener.Addr())
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return mgr.Start(ctx)
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kopf-go/kopf/test/bench/internal/kex"
+)
+
+// recorder keeps what the handlers were called for: the same functions
+// serve both variants, so their calls are counted alike.
+type recorder struct {
+	mu sync.Mutex
+	// firstCreate is when each object's create handler was first called,
+	// in Unix nanoseconds.
+	firstCreate map[string]int64
+	// handled is the highest spec counter handled per object.
+	handled map[string]int
+	calls   map[string]int
+	// stale counts calls of a create or update handler on a body whose
+	// counter was handled already: re-runs on a stale body.
+	stale   int
+	daemons atomic.Int64
+}
+
+func newRecorder() *recorder {
+	return &recorder{firstCreate: map[string]int64{}, handled: map[string]int{}, calls: map[string]int{}}
+}
+
+// changed records a create or update handler's call for obj.
+func (r *recorder) changed(handler string, obj *kex.KopfExample) {
+	now := time.Now().UnixNano()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[handler]++
+	if _, ok := r.firstCreate[obj.Name]; !ok && handler == "create" {
+		r.firstCreate[obj.Name] = now
+	}
+	if prev, ok := r.handled[obj.Name]; ok && obj.Spec.Counter <= prev {
+		r.stale++
+		return
+	}
+	r.handled[obj.Name] = obj.Spec.Counter
+}
+
+// deleted records a delete handler's call.
+func (r *recorder) deleted(obj *kex.KopfExample) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls["delete"]++
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kopf-go/kopf/test/bench/internal/kex"
+	"github.com/kopf-go/kopf/test/testenv"
+)
+
+// operatorProcess is one run of the benchmark's operator.
+type operatorProcess struct {
+	variant string
+	proc    *testenv.Process
+	stats   string // the URL of its /stats
+	log     string // the path of its log
+}
+
+// profiles, if set, is a directory where every operator run leaves its
+// CPU profile, <namespace>-<variant>.cpu, and a heap profile,
+// <namespace>-<variant>.heap, of the moment its memory is measured.
+var profiles = flag.String("profiles", "", "write each operator run's CPU and heap profiles into this directory")
+
+// verbose shows each operator's output (its stderr and stdout, not its
+// log) when it stops.
+var verbose = flag.Bool("operator-output", false, "show each operator's output when it stops")
+
+// operatorFlags are added to every operator's command line.
+var operatorFlags = flag.String("operator-flags", "", "more flags for every operator, space-separated (e.g. -v=4)")
+
+var statsLine = regexp.MustCompile(`stats at (http://\S+)`)
+
+// startOperator runs the operator's variant for a namespace and waits
+// until it serves its stats.
+func startOperator(tb testing.TB, variant, namespace string, extra ...string) *operatorProcess {
+	tb.Helper()
+	log := filepath.Join(fixtures.tmp, fmt.Sprintf("%s-%s.log", namespace, variant))
+	args := append([]string{"--variant", variant, "--namespace", namespace, "--log", log}, extra...)
+	args = append(args, strings.Fields(*operatorFlags)...)
+	if *profiles != "" {
+		base := filepath.Join(*profiles, namespace+"-"+variant)
+		args = append(args, "--cpuprofile", base+".cpu", "--heapprofile", base+".heap")
+	}
+	proc, err := testenv.StartProcess(fixtures.operator, args, []string{"KUBECONFIG=" + fixtures.kubeconfig})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	op := &operatorProcess{variant: variant, proc: proc, log: log}
+	tb.Cleanup(func() { proc.Kill() })
+	deadline := time.Now().Add(time.Minute)
+	for op.stats == "" {
+		if m := statsLine.FindStringSubmatch(proc.Output()); m != nil {
+			op.stats = m[1]
+			break
+		}
+		if proc.Exited() || time.Now().After(deadline) {
+			tb.Fatalf("the %s operator did not start: %v\n%s", variant, proc.Err(), proc.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Measure from the moment it watches: its start-up is not part of any
+	// workload.
+	for op.read(tb, "").Requests["watch "+kex.Resource] == 0 {
+		if proc.Exited() || time.Now().After(deadline) {
+			tb.Fatalf("the %s operator did not begin to watch: %v\n%s", variant, proc.Err(), op.tail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return op
+}
+
+// operatorStats is what the operator's /stats answers (see
+// test/bench/operator/stats.go).
+type operatorStats struct {
+	Requests    map[string]int   `json:"requests"`
+	Calls       map[string]int   `json:"calls"`
+	Stale       int              `json:"stale"`
+	Daemons     int64            `json:"daemons"`
+	CPU         float64          `json:"cpu"`
+	HeapInuse   uint64           `json:"heap_inuse"`
+	HeapAlloc   uint64           `json:"heap_alloc"`
+	StackInuse  uint64           `json:"stack_inuse"`
+	RSS         uint64           `json:"rss"`
+	Goroutines  int              `json:"goroutines"`
+	TotalAlloc  uint64           `json:"total_alloc"`
+	Mallocs     uint64           `json:"mallocs"`
+	FirstCreate map[string]int64 `json:"first_create"`
+}
+
+// read fetches the stats; query is added to the URL (e.g. "gc=1").
+func (op *operatorProcess) read(tb testing.TB, query string) operatorStats {
+	tb.Helper()
+	url := op.stats
+	if query != "" {
+		url += "?" + query
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		tb.Fatalf("read the %s operator's stats: %v", op.variant, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var s operatorStats
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		tb.Fatalf("decode the %s operator's stats: %v", op.variant, err)
+	}
+	return s
+}
+
+// settle waits until the operator is idle: less than 2% of a core busy
+// over a second. Work queued behind what the driver observes (reconciles
+// of its own writes' events) belongs to the workload; so measurements are
+// taken after it.
+func (op *operatorProcess) settle(tb testing.TB) {
+	tb.Helper()
+	const window = time.Second
+	deadline := time.Now().Add(time.Minute)
+	last := op.read(tb, "").CPU
+	for time.Now().Before(deadline) {
+		time.Sleep(window)
+		now := op.read(tb, "").CPU
+		if now-last < 0.02*window.Seconds() {
+			return
+		}
+		last = now
+	}
+	tb.Logf("the %s operator was still busy after a minute; measuring anyway", op.variant)
+}
+
+// stop sends SIGTERM and returns how long the operator took to exit.
+func (op *operatorProcess) stop(tb testing.TB) time.Duration {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	if err := op.proc.Stop(ctx); err != nil {
+		tb.Errorf("stop the %s operator: %v\n%s", op.variant, err, op.tail())
+	}
+	took := time.Since(begin)
+	if *verbose {
+		tb.Logf("the %s operator's output:\n%s", op.variant, op.proc.Output())
+	}
+	return took
+}
+
+// tail is the end of the operator's output and log, for failures.
+func (op *operatorProcess) tail() string {
+	log, _ := os.ReadFile(op.log)
+	if len(log) > 4000 {
+		log = log[len(log)-4000:]
+	}
+	return op.proc.Output() + "\n--- log ---\n" + string(log)
+}
