@@ -68,7 +68,9 @@ type Options struct {
 	// Clock replaces the real clock, for tests.
 	Clock clock.WithTicker
 	// WrapClient, if set, wraps the clients the engine reads and writes
-	// with: for instrumentation, or to inject failures in tests.
+	// with: for instrumentation, or to inject failures in tests. The
+	// engine's patches pass *metav1.PartialObjectMetadata objects: only the
+	// metadata of the patched object comes back.
 	WrapClient func(client.Client) client.Client
 	// Memo is the operator's memo: startup handlers may fill it, and every
 	// object's memo starts as a (shallow) copy of it.

@@ -64,7 +64,8 @@ type Settings struct {
 	// Peering: mode, name, priority, lifetime, identity.
 	Peering peering.Settings
 	// WrapClient, if set, wraps the clients the engine reads and writes
-	// with (instrumentation, or fault injection in tests).
+	// with (instrumentation, or fault injection in tests). Patches pass
+	// *metav1.PartialObjectMetadata objects.
 	WrapClient func(client.Client) client.Client
 	// Memo is the operator's memo; objects' memos start as copies of it.
 	Memo *memo.Memo

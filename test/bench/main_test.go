@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,9 +10,12 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
@@ -71,8 +75,37 @@ func makeFixtures() error {
 	if fixtures.env, err = testenv.Start(testenv.ExampleCRD()); err != nil {
 		return err
 	}
-	fixtures.kubeconfig, err = fixtures.env.KubeconfigFile(tmp)
-	return err
+	if fixtures.kubeconfig, err = fixtures.env.KubeconfigFile(tmp); err != nil {
+		return err
+	}
+	return warmUp()
+}
+
+// warmUp creates and deletes one object: the API server's first request
+// for a new resource is seconds slower than the rest, and that belongs to
+// no variant.
+func warmUp() error {
+	ctx := context.Background()
+	s, err := schemeOnce()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(driverConfig(), client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "warm-up"}}
+	if err := c.Create(ctx, ns); err != nil {
+		return fmt.Errorf("warm up: %w", err)
+	}
+	obj := kex.New(ns.Name, 0)
+	if err := c.Create(ctx, obj); err != nil {
+		return fmt.Errorf("warm up: %w", err)
+	}
+	if err := c.Delete(ctx, obj); err != nil {
+		return fmt.Errorf("warm up: %w", err)
+	}
+	return c.Delete(ctx, ns)
 }
 
 // driverConfig is the control plane's connection for the driver's own

@@ -290,7 +290,7 @@ func memory(tb testing.TB, variant string, n int, daemons bool) memoryFigures {
 	ns := fixtures.env.Namespace(tb)
 	driver := newClient(tb, nil)
 	obs := observe(tb, ns, lastHandledKey(variant))
-	var extra []string
+	extra := []string{heapProfiled}
 	if daemons {
 		extra = append(extra, "--daemons")
 	}

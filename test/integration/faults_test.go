@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -58,7 +59,13 @@ func (w *faulty) Patch(ctx context.Context, obj client.Object, patch client.Patc
 	if err := f.check(string(data), false); err != nil {
 		return err
 	}
-	before := obj.DeepCopyObject().(client.Object)
+	// The engine patches with metadata-only objects; the stale read is the
+	// whole object as it was before the patch.
+	before := &unstructured.Unstructured{}
+	before.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), before); err != nil {
+		return err
+	}
 	if err := w.Client.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
