@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,7 +31,9 @@ import (
 // cannot stop the controllers it owns; these are the engine's.) It is a
 // manager Runnable.
 type engine struct {
-	mgr     manager.Manager
+	mgr manager.Manager
+	// mapper is the manager's REST mapper, remembering what it found.
+	mapper  meta.RESTMapper
 	kinds   []*reconciler
 	sup     *daemons.Supervisor
 	toggle  *freeze.Toggle
@@ -119,7 +122,7 @@ func (e *engine) run(ctx context.Context) error {
 		return fmt.Errorf("create the cache: %w", err)
 	}
 	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
-		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mgr.GetRESTMapper(),
+		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
 		Cache: &client.CacheOptions{Reader: c},
 	})
 	if err != nil {

@@ -168,8 +168,9 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	}
 	// Writes go straight to the API server; the manager's own cache is
 	// left alone (reading through it would start informers in it).
+	mapper := newMemoMapper(mgr.GetRESTMapper())
 	writer, err := client.New(mgr.GetConfig(), client.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create a client: %w", err)
@@ -190,10 +191,10 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		Local:          posting.Local,
 	})
 	toggle := &freeze.Toggle{}
-	eng := &engine{mgr: mgr, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
+	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
 		log: mgr.GetLogger().WithName("engine"),
 		cacheOf: func() (cache.Cache, error) {
-			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
+			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper}
 			if len(s.Namespaces) > 0 {
 				opts.DefaultNamespaces = map[string]cache.Config{}
 				for _, ns := range s.Namespaces {
