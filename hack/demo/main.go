@@ -25,7 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kopf-go/kopf/test/testenv"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 )
 
 // overallTimeout bounds the demo once the control-plane binaries exist.
@@ -92,7 +92,7 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("make a temporary directory: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	kubeconfig, err := testenv.WriteKubeconfig(env, tmp)
+	kubeconfig, err := kopftest.WriteKubeconfig(env, tmp)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -15,23 +14,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 )
 
 // checkLeaks fails the test if goroutines started after this call are
 // still running when the test ends (after its operators have stopped).
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		// Cleanups run last-registered-first: this one runs after the
-		// operator's Stop, which was registered later.
-		if err := goleak.Find(ignore, goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
-			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")); err != nil {
-			t.Error(err)
-		}
-	})
+	kopftest.NoLeaks(t)
 }
 
 // kex returns the example kind in a fresh registry.

@@ -1,16 +1,13 @@
-package testenv
+package kopftest
 
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -54,6 +51,7 @@ func (e *Env) NewOperatorOn(t testing.TB, cfg *rest.Config, namespace string, re
 	logs := &Logs{t: t}
 	skip := true
 	mopts := manager.Options{
+		Scheme:     e.Scheme,
 		Logger:     logr.New(logs),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
@@ -121,126 +119,18 @@ func (o *Operator) Exited(t testing.TB) error {
 	}
 }
 
-// Namespace creates a namespace for one test, named after it, and deletes
-// it when the test ends.
-func (e *Env) Namespace(t testing.TB) string {
+// WaitForLog waits until the operator has logged the message (exactly)
+// at least once, and fails the test if it has not within the timeout.
+func (o *Operator) WaitForLog(t testing.TB, message string, timeout time.Duration) {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := e.Client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
-	return name
+	Eventually(t, fmt.Sprintf("the log line %q", message), timeout, func() bool { return o.Logs.Count(message) > 0 })
 }
 
-// Logs captures an operator's log lines (and echoes them into the test's
-// log, shown on failure or with -v).
-type Logs struct {
-	t       testing.TB
-	mu      sync.Mutex
-	entries []Entry
-	closed  bool
+// WaitForLogAbout waits until the operator has logged the message
+// (exactly) about the object with the given name.
+func (o *Operator) WaitForLogAbout(t testing.TB, name, message string, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("the log line %q about %s", message, name), timeout, func() bool {
+		return slices.Contains(o.Logs.About(name), message)
+	})
 }
-
-// Entry is one log line.
-type Entry struct {
-	Level   int
-	Error   bool
-	Message string
-	Values  []any
-}
-
-func (l *Logs) Init(logr.RuntimeInfo)  {}
-func (l *Logs) Enabled(level int) bool { return level <= 1 }
-
-func (l *Logs) Info(level int, msg string, kv ...any) {
-	l.add(Entry{Level: level, Message: msg, Values: kv})
-}
-
-func (l *Logs) Error(err error, msg string, kv ...any) {
-	if err != nil {
-		kv = append(kv, "error", err.Error())
-	}
-	l.add(Entry{Error: true, Message: msg, Values: kv})
-}
-
-func (l *Logs) WithValues(kv ...any) logr.LogSink {
-	return &childLogs{root: l, values: kv}
-}
-
-func (l *Logs) WithName(name string) logr.LogSink { return &childLogs{root: l} }
-
-func (l *Logs) add(e Entry) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.entries = append(l.entries, e)
-	if !l.closed {
-		l.t.Logf("%s %v", e.Message, e.Values)
-	}
-}
-
-// Messages returns the messages logged so far that contain the substring.
-func (l *Logs) Messages(substring string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, e := range l.entries {
-		if strings.Contains(e.Message, substring) {
-			out = append(out, e.Message)
-		}
-	}
-	return out
-}
-
-// About returns the messages logged about the object with the given name
-// (those carrying it as their "name" value).
-func (l *Logs) About(name string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, e := range l.entries {
-		for i := 0; i+1 < len(e.Values); i += 2 {
-			if e.Values[i] == "name" && e.Values[i+1] == name {
-				out = append(out, e.Message)
-			}
-		}
-	}
-	return out
-}
-
-// Count returns how many messages equal the given one exactly.
-func (l *Logs) Count(message string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, e := range l.entries {
-		if e.Message == message {
-			n++
-		}
-	}
-	return n
-}
-
-// childLogs carries values added with WithValues into the root's entries.
-type childLogs struct {
-	root   *Logs
-	values []any
-}
-
-func (c *childLogs) Init(logr.RuntimeInfo)  {}
-func (c *childLogs) Enabled(level int) bool { return level <= 1 }
-func (c *childLogs) Info(level int, msg string, kv ...any) {
-	c.root.Info(level, msg, append(append([]any{}, c.values...), kv...)...)
-}
-func (c *childLogs) Error(err error, msg string, kv ...any) {
-	c.root.Error(err, msg, append(append([]any{}, c.values...), kv...)...)
-}
-func (c *childLogs) WithValues(kv ...any) logr.LogSink {
-	return &childLogs{root: c.root, values: append(append([]any{}, c.values...), kv...)}
-}
-func (c *childLogs) WithName(string) logr.LogSink { return c }
