@@ -57,13 +57,13 @@ func byLabel(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, erro
 
 // podCount is a probe: the number of pods in the index.
 func podCount(ctx context.Context, a *handlers.Activity) (any, error) {
-	return index(a.Indices, "is_running").Len(), nil
+	return a.Indices.Get("is_running").Len(), nil
 }
 
 // podNames is a probe: the names of the pods in the index, sorted.
 func podNames(ctx context.Context, a *handlers.Activity) (any, error) {
 	names := []string{}
-	for _, key := range index(a.Indices, "is_running").Keys() {
+	for _, key := range a.Indices.Get("is_running").Keys() {
 		names = append(names, key.(podKey)[1])
 	}
 	slices.Sort(names)
@@ -73,14 +73,14 @@ func podNames(ctx context.Context, a *handlers.Activity) (any, error) {
 // intervalled prints the labels index and writes the running pods of the
 // reported namespaces into status.running-pods as "namespace::name".
 func intervalled(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
-	byLabel := index(d.Indices, "by_label")
+	byLabel := d.Indices.Get("by_label")
 	labels := map[labelKey][]any{}
 	for _, key := range byLabel.Keys() {
 		labels[key.(labelKey)] = byLabel.Get(key)
 	}
 	fmt.Println(labels) // fmt sorts the keys
 
-	isRunning := index(d.Indices, "is_running")
+	isRunning := d.Indices.Get("is_running")
 	running := []any{}
 	for _, key := range sortedPodKeys(isRunning) {
 		if slices.Contains(reported, key[0]) && slices.Contains(isRunning.Get(key), any(true)) {
@@ -89,15 +89,6 @@ func intervalled(ctx context.Context, obj *unstructured.Unstructured, d *handler
 	}
 	d.Patch.SetStatus("running-pods", running)
 	return nil, nil
-}
-
-// index returns the index with the id; an empty one until the engine has
-// made it.
-func index(indices *handlers.Indices, id string) *handlers.IndexData {
-	if ix := indices.Get(id); ix != nil {
-		return ix
-	}
-	return &handlers.IndexData{}
 }
 
 // sortedPodKeys returns the keys of a pod index in the order of namespace

@@ -69,6 +69,9 @@ func (ix *Index) Clear() {
 // Get returns the values under the key, ordered by their objects (namespace,
 // name), so that the same index reads the same way twice.
 func (ix *Index) Get(key any) []any {
+	if ix == nil {
+		return []any{}
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	store := ix.stores[key]
@@ -86,6 +89,9 @@ func (ix *Index) Get(key any) []any {
 
 // Has reports whether any object contributes to the key.
 func (ix *Index) Has(key any) bool {
+	if ix == nil {
+		return false
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return len(ix.stores[key]) > 0
@@ -93,6 +99,9 @@ func (ix *Index) Has(key any) bool {
 
 // Keys returns the keys, in no particular order.
 func (ix *Index) Keys() []any {
+	if ix == nil {
+		return []any{}
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	out := make([]any, 0, len(ix.stores))
@@ -104,6 +113,9 @@ func (ix *Index) Keys() []any {
 
 // Len is the number of keys.
 func (ix *Index) Len() int {
+	if ix == nil {
+		return 0
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return len(ix.stores)
@@ -115,7 +127,9 @@ type Indices struct {
 	byID map[string]*Index
 }
 
-// Get returns the index with the id, or nil if there is none.
+// Get returns the index with the id, or nil if there is none. A nil index
+// reads as an empty one (Get, Has, Keys and Len), so that a handler that
+// asks for an unknown or not yet filled index sees nothing, not a panic.
 func (s *Indices) Get(id string) *Index {
 	if s == nil {
 		return nil

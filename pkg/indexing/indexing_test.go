@@ -77,3 +77,17 @@ func TestIndices(t *testing.T) {
 		t.Errorf("Keys() = %v", keys)
 	}
 }
+
+func TestUnknownIndexReadsEmpty(t *testing.T) {
+	var s Indices
+	ix := s.Get("no-such-index")
+	if ix != nil {
+		t.Fatalf("Get of an unknown id = %v, want nil", ix)
+	}
+	if got := ix.Get("key"); len(got) != 0 {
+		t.Errorf("Get = %v, want nothing", got)
+	}
+	if ix.Has("key") || ix.Len() != 0 || len(ix.Keys()) != 0 {
+		t.Errorf("Has = %v, Len = %d, Keys = %v; want false, 0, none", ix.Has("key"), ix.Len(), ix.Keys())
+	}
+}
