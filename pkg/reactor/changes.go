@@ -54,9 +54,11 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 
 	done := len(selected) == 0
 	if !done {
+		ran := false
 		if id, ok := state.Next(selectedIDs, now); ok {
 			r.runHandler(ctx, c, subject, selected, state, id, now)
 			now = r.settings.Clock.Now()
+			ran = true
 		}
 		for _, id := range state.Order {
 			if h := state.Handlers[id]; h.Active && h.Changed() {
@@ -64,11 +66,19 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 			}
 		}
 		done = state.Done()
+		// While daemons still keep a deleted object, the deletion handlers'
+		// records stay: the cycle after the daemons exit must find them
+		// done, not run them again on a purged state.
+		keep := subject.Deleting && len(c.blocking) > 0
 		if done {
-			n := state.Counts()
-			c.log.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, n.Success, n.Failure))
-			for _, id := range ids {
-				r.purgeHandler(c, state, id)
+			if ran {
+				n := state.Counts()
+				c.log.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, n.Success, n.Failure))
+			}
+			if !keep {
+				for _, id := range ids {
+					r.purgeHandler(c, state, id)
+				}
 			}
 		} else {
 			c.pending = true

@@ -252,6 +252,11 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 		c.finalizer = removeFinalizer
 		return
 	}
+	// Daemons are told to stop before the deletion handlers run (as Kopf
+	// does), so that polite ones exit meanwhile.
+	if deleting {
+		r.stopDaemons(c)
+	}
 	if visible {
 		switch {
 		case reason.HandlesChanges():
@@ -259,9 +264,6 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 		case reason == causes.NoOp:
 			c.log.V(1).Info("Something has changed, but we are not interested (the essence is the same).")
 		}
-	}
-	if deleting {
-		r.stopDaemons(c)
 	}
 	if deleting && finalized && !c.pending && len(c.blocking) == 0 {
 		c.local.V(1).Info("Removing the finalizer, thus allowing the actual deletion.")

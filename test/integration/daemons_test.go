@@ -36,7 +36,8 @@ func (s *stopCauses) last() error {
 
 // Kopf's acceptance item 15: a daemon starts once, puts the finalizer on
 // its object, and the object's deletion waits until the daemon has exited;
-// the daemon learns why it stops.
+// the daemon learns why it stops. The delete handler runs once, however
+// many cycles the daemon keeps the object.
 func TestDaemonBlocksDeletionUntilItExits(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
@@ -52,6 +53,7 @@ func TestDaemonBlocksDeletionUntilItExits(t *testing.T) {
 		<-release // a slow cleanup
 		return map[string]any{"done": true}, nil
 	}, handlers.CancellationPolling(200*time.Millisecond))
+	handlers.OnDelete(kind, "delete_fn", seen.record)
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 
 	create(t, exampleObject(t, ns))
@@ -78,6 +80,12 @@ func TestDaemonBlocksDeletionUntilItExits(t *testing.T) {
 	}
 	if len(op.Logs.Messages("Daemon 'polite' has exited on request and will not be retried or restarted.")) != 1 {
 		t.Error("the daemon's exit on request was not logged")
+	}
+	if n := len(seen.of("delete_fn")); n != 1 {
+		t.Errorf("the delete handler ran %d times while the daemon kept the object, want 1", n)
+	}
+	if n := op.Logs.Count("Deletion is processed: 1 succeeded; 0 failed."); n != 1 {
+		t.Errorf("the deletion was reported processed %d times, want 1", n)
 	}
 }
 
