@@ -8,7 +8,7 @@ SHELL := /usr/bin/env bash
 # prints their directory when they are already built.
 ASSETS := KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)"
 
-.PHONY: help envtest test demo unit bench lint
+.PHONY: help envtest test demo unit bench lint install-plugin
 
 help:
 	@echo "make demo     run an example operator against an embedded control plane and show what it does"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench    benchmarks under test/bench, one iteration each"
 	@echo "make lint     gofmt and go vet"
 	@echo "make envtest  build kube-apiserver and etcd for envtest (once; cached)"
+	@echo "make install-plugin  install the kubebuilder plugin kopf.kopf.dev/v1-alpha (docs/kubebuilder-plugin.md)"
 
 envtest:
 	@hack/envtest-binaries.sh >/dev/null
@@ -39,3 +40,16 @@ lint:
 	@unformatted="$$(gofmt -l .)"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+
+# install-plugin puts the plugin where kubebuilder looks for
+# kopf.kopf.dev/v1-alpha: <plugins root>/<name>/<version>/<name>, the root
+# being $EXTERNAL_PLUGINS_PATH, else $XDG_CONFIG_HOME/kubebuilder/plugins,
+# else the OS's configuration directory.
+install-plugin:
+	@root="$${EXTERNAL_PLUGINS_PATH:-}"; \
+	if [[ -z "$$root" && -n "$${XDG_CONFIG_HOME:-}" ]]; then root="$$XDG_CONFIG_HOME/kubebuilder/plugins"; fi; \
+	if [[ -z "$$root" && "$$(uname -s)" == Darwin ]]; then root="$$HOME/Library/Application Support/kubebuilder/plugins"; fi; \
+	if [[ -z "$$root" ]]; then root="$$HOME/.config/kubebuilder/plugins"; fi; \
+	dir="$$root/kopf.kopf.dev/v1-alpha"; mkdir -p "$$dir"; \
+	go build -o "$$dir/kopf.kopf.dev" ./cmd/kubebuilder-kopf; \
+	echo "installed $$dir/kopf.kopf.dev"

@@ -1,0 +1,158 @@
+// Package plugin tests the kubebuilder plugin (cmd/kubebuilder-kopf) end
+// to end: the real kubebuilder, built from the Go module proxy, scaffolds
+// a project with go/v4 and the plugin chained, and the project's own
+// kopf-go tests then run against a control plane.
+package plugin
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kopf-go/kopf/test/testenv"
+)
+
+// kubebuilderVersion is the kubebuilder the plugin is tested with.
+const kubebuilderVersion = "v4.16.0"
+
+// pluginKey is the plugin's name/version, from the directories it is
+// installed in.
+const pluginKey = "kopf.kopf.dev/v1-alpha"
+
+func TestKubebuilderProject(t *testing.T) {
+	root := testenv.Root()
+	cache := cacheDir(t)
+	kubebuilder := buildKubebuilder(t, cache)
+	plugins := installPlugin(t, root)
+	assets, err := testenv.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		"EXTERNAL_PLUGINS_PATH="+plugins,
+		// The project's tools (controller-gen) are kept across runs.
+		"LOCALBIN="+filepath.Join(cache, "bin"),
+		"GOWORK=off",
+		"KUBEBUILDER_ASSETS="+assets,
+	)
+	run := func(what string, name string, args ...string) string {
+		t.Helper()
+		return runIn(t, dir, env, what, name, args...)
+	}
+
+	// kopf-go is not on the module proxy: --kopf-replace points go.mod at
+	// this checkout, so that go/v4's `go mod tidy` after init finds it.
+	run("kubebuilder init", kubebuilder, "init", "--plugins", "go/v4,"+pluginKey,
+		"--domain", "example.com", "--repo", "example.com/demo", "--kopf-replace", root)
+	project := readFile(t, dir, "PROJECT")
+	for _, key := range []string{"- go.kubebuilder.io/v4", "- " + pluginKey} {
+		if !strings.Contains(project, key) {
+			t.Errorf("PROJECT's layout lacks %s:\n%s", key, project)
+		}
+	}
+	if help := run("kubebuilder create api --help", kubebuilder, "create", "api", "--help"); !strings.Contains(help, "--daemon") {
+		t.Errorf("create api --help does not offer --daemon:\n%s", help)
+	}
+
+	// No --plugins: the chain comes from PROJECT.
+	run("kubebuilder create api", kubebuilder, "create", "api", "--group", "apps", "--version", "v1", "--kind", "Widget",
+		"--resource", "--controller", "--daemon", "--timer")
+	run("kubebuilder create webhook", kubebuilder, "create", "webhook", "--plugins", pluginKey,
+		"--group", "apps", "--version", "v1", "--kind", "Widget")
+	for _, file := range []string{"internal/kopf/setup.go", "internal/kopf/suite_test.go", "internal/kopf/widget_handlers.go",
+		"internal/kopf/widget_handlers_test.go", "internal/kopf/widget_webhooks.go", "hack/envtest-binaries.sh",
+		"config/crd/kopf/kopfpeerings.yaml", "config/crd/kopf/clusterkopfpeerings.yaml"} {
+		readFile(t, dir, file)
+	}
+
+	run("make manifests", "make", "manifests")
+	if crd := readFile(t, dir, "config/crd/bases/apps.example.com_widgets.yaml"); !strings.Contains(crd, "x-kubernetes-preserve-unknown-fields: true") {
+		t.Errorf("the Widget CRD drops the handlers' results from status:\n%s", crd)
+	}
+	run("go build", "go", "build", "./...")
+	out := run("go test ./internal/kopf/...", "go", "test", "./internal/kopf/...", "-count=1", "-v")
+	if !strings.Contains(out, "--- PASS: TestWidgetHandlers") {
+		t.Errorf("the project's test did not pass:\n%s", out)
+	}
+}
+
+// cacheDir keeps kubebuilder and the project's tools across runs.
+func cacheDir(t *testing.T) string {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatalf("find the cache directory: %v", err)
+	}
+	dir := filepath.Join(base, "kopf-go", "kubebuilder-"+kubebuilderVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// buildKubebuilder builds kubebuilder from the module proxy, once: later
+// runs find it in the cache.
+func buildKubebuilder(t *testing.T, cache string) string {
+	t.Helper()
+	path := filepath.Join(cache, "kubebuilder")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	tmp, err := os.MkdirTemp(cache, "build-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	env := append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off")
+	runIn(t, tmp, env, "build kubebuilder (once; cached in "+cache+")", "go", "install", "sigs.k8s.io/kubebuilder/v4@"+kubebuilderVersion)
+	if err := os.Rename(filepath.Join(tmp, "kubebuilder"), path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// installPlugin builds the plugin into a plugins root of its own, laid out
+// as kubebuilder looks for it: <root>/<name>/<version>/<name>.
+func installPlugin(t *testing.T, root string) string {
+	t.Helper()
+	plugins := t.TempDir()
+	binary := filepath.Join(plugins, filepath.FromSlash(pluginKey), "kopf.kopf.dev")
+	runIn(t, root, os.Environ(), "build the plugin", "go", "build", "-o", binary, "./cmd/kubebuilder-kopf")
+	return plugins
+}
+
+// runIn runs a command, logs how long it took, and fails the test with
+// its output if it fails. It returns the output (stdout and stderr).
+func runIn(t *testing.T, dir string, env []string, what, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	started := time.Now()
+	err := cmd.Run()
+	t.Logf("%s: %s", what, time.Since(started).Round(10*time.Millisecond))
+	if err != nil {
+		t.Fatalf("%s (%s %s): %v\n%s", what, name, strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+func readFile(t *testing.T, dir, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+	if err != nil {
+		t.Fatal(fmt.Errorf("the project lacks %s: %w", file, err))
+	}
+	return string(data)
+}
