@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -26,18 +27,23 @@ func TestLeaderElectionWithPeering(t *testing.T) {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = &lease, &renew, &retry
 		o.LeaderElectionReleaseOnCancel = true
 	}
-	replica := func(identity string, seen *calls) *testenv.Operator {
+	replica := func(identity string, seen *calls, tweaks ...func(*manager.Options)) *testenv.Operator {
 		reg, kind := kex()
 		handlers.OnCreate(kind, "create_fn", seen.record)
-		return env.StartOperator(t, ns, reg, handlers.Options{Identity: identity}, leaderElection)
+		return env.StartOperator(t, ns, reg, handlers.Options{Identity: identity}, append(tweaks, leaderElection)...)
 	}
+	probes := freeAddress(t)
+	serveProbes := func(o *manager.Options) { o.HealthProbeBindAddress = probes }
 	var first, second calls
 	a := replica("replica-a", &first)
 	eventually(t, "the first replica leads and registers", func() bool {
 		_, ok := peers(t, ns, "default")["replica-a"]
 		return ok
 	})
-	b := replica("replica-b", &second)
+	b := replica("replica-b", &second, serveProbes)
+	// A standby is ready: a rolling update must be able to bring it up
+	// while the old replica holds the Lease.
+	eventually(t, "the standby replica is ready", func() bool { return readyzStatus(probes) == http.StatusOK })
 	create(t, named(t, ns, "one"))
 	eventually(t, "the leader handles the object", func() bool { return isHandled(t, ns, "one") })
 	if _, ok := peers(t, ns, "default")["replica-b"]; ok {
@@ -50,6 +56,9 @@ func TestLeaderElectionWithPeering(t *testing.T) {
 	a.Stop(t)
 	create(t, named(t, ns, "two"))
 	eventually(t, "the other replica takes over", func() bool { return isHandled(t, ns, "two") && len(second.all()) == 1 })
+	if code := readyzStatus(probes); code != http.StatusOK {
+		t.Errorf("the new leader's readiness: %d, want 200", code)
+	}
 	for _, op := range []*testenv.Operator{a, b} {
 		if n := len(op.Logs.Messages("Pausing")); n != 0 {
 			t.Errorf("a replica paused %d times", n)
@@ -58,4 +67,15 @@ func TestLeaderElectionWithPeering(t *testing.T) {
 	if _, ok := peers(t, ns, "default")["replica-a"]; ok {
 		t.Error("the old leader's record outlived it")
 	}
+}
+
+// readyzStatus is the HTTP status of the engine's readiness check at the
+// manager's probe address, 0 if it does not answer.
+func readyzStatus(address string) int {
+	resp, err := http.Get("http://" + address + "/readyz/kopf-peering")
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return resp.StatusCode
 }
