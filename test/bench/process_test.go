@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kopf-go/kopf/test/bench/internal/stats"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -96,26 +97,8 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 	return op
 }
 
-// operatorStats is what the operator's /stats answers (see
-// test/bench/operator/stats.go).
-type operatorStats struct {
-	Requests    map[string]int   `json:"requests"`
-	Calls       map[string]int   `json:"calls"`
-	Stale       int              `json:"stale"`
-	Daemons     int64            `json:"daemons"`
-	CPU         float64          `json:"cpu"`
-	HeapInuse   uint64           `json:"heap_inuse"`
-	HeapAlloc   uint64           `json:"heap_alloc"`
-	StackInuse  uint64           `json:"stack_inuse"`
-	RSS         uint64           `json:"rss"`
-	Goroutines  int              `json:"goroutines"`
-	TotalAlloc  uint64           `json:"total_alloc"`
-	Mallocs     uint64           `json:"mallocs"`
-	FirstCreate map[string]int64 `json:"first_create"`
-}
-
 // read fetches the stats; query is added to the URL (e.g. "gc=1").
-func (op *operatorProcess) read(tb testing.TB, query string) operatorStats {
+func (op *operatorProcess) read(tb testing.TB, query string) stats.Stats {
 	tb.Helper()
 	url := op.stats
 	if query != "" {
@@ -126,7 +109,7 @@ func (op *operatorProcess) read(tb testing.TB, query string) operatorStats {
 		tb.Fatalf("read the %s operator's stats: %v", op.variant, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var s operatorStats
+	var s stats.Stats
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		tb.Fatalf("decode the %s operator's stats: %v", op.variant, err)
 	}
