@@ -9,15 +9,7 @@
 //	var env *kopftest.Env
 //
 //	func TestMain(m *testing.M) {
-//		var err error
-//		env, err = kopftest.Start(kopftest.Options{CRDs: []string{"../../config/crd/bases"}, Scheme: scheme})
-//		if err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//			os.Exit(1)
-//		}
-//		code := m.Run()
-//		_ = env.Stop()
-//		os.Exit(code)
+//		kopftest.Main(m, kopftest.Options{CRDs: []string{"../../config/crd/bases"}, Scheme: scheme}, &env)
 //	}
 //
 // and in each test a namespace and an operator of its own:
@@ -45,7 +37,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
 
 	"github.com/kopf-go/kopf/internal/envtestbin"
@@ -217,4 +211,35 @@ func NoLeaks(t testing.TB) {
 			t.Error(err)
 		}
 	})
+}
+
+// Main is a test binary's TestMain in one call: it starts a control plane
+// with the options, stores it in *env, runs the tests, stops the control
+// plane, and exits with the tests' code (1 if the control plane fails to
+// start or to stop):
+//
+//	var env *kopftest.Env
+//
+//	func TestMain(m *testing.M) { kopftest.Main(m, kopftest.Options{CRDs: crds}, &env) }
+//
+// controller-runtime's global logger is set to discard: envtest logs
+// through it, and the operators of StartOperator log into their own Logs.
+func Main(m *testing.M, opts Options, env **Env) {
+	os.Exit(run(m, opts, env))
+}
+
+func run(m *testing.M, opts Options, env **Env) int {
+	ctrllog.SetLogger(logr.Discard())
+	e, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop the control plane:", err)
+		code = max(code, 1)
+	}
+	return code
 }

@@ -22,17 +22,7 @@ var env *kopftest.Env
 func TestMain(m *testing.M) {
 	_, file, _, _ := runtime.Caller(0)
 	crd := filepath.Join(filepath.Dir(file), "..", "..", "examples", "crd.yaml")
-	var err error
-	if env, err = kopftest.Start(kopftest.Options{CRDs: []string{crd}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
+	kopftest.Main(m, kopftest.Options{CRDs: []string{crd}}, &env)
 }
 
 func example(namespace, name string) *unstructured.Unstructured {
