@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,9 +40,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/go-logr/logr"
-	"go.uber.org/goleak"
 
 	"github.com/kopf-go/kopf/internal/envtestbin"
 )
@@ -64,6 +63,7 @@ type Env struct {
 	Config *rest.Config
 	// Client reads and writes directly (no cache), with Options.Scheme.
 	Client client.Client
+	// Scheme is Options.Scheme (or its default).
 	Scheme *runtime.Scheme
 	env    *envtest.Environment
 }
