@@ -121,13 +121,17 @@ func buildKubebuilder(t *testing.T, cache string) string {
 	return path
 }
 
-// installPlugin builds the plugin into a plugins root of its own, laid out
-// as kubebuilder looks for it: <root>/<name>/<version>/<name>.
+// installPlugin installs the plugin with `make install-plugin` into a
+// plugins root of its own, and checks that it lands where kubebuilder
+// looks for it: <root>/<name>/<version>/<name>.
 func installPlugin(t *testing.T, root string) string {
 	t.Helper()
 	plugins := t.TempDir()
+	runIn(t, root, append(os.Environ(), "EXTERNAL_PLUGINS_PATH="+plugins), "make install-plugin", "make", "install-plugin")
 	binary := filepath.Join(plugins, filepath.FromSlash(pluginKey), "kopf.kopf.dev")
-	runIn(t, root, os.Environ(), "build the plugin", "go", "build", "-o", binary, "./cmd/kubebuilder-kopf")
+	if info, err := os.Stat(binary); err != nil || info.Mode()&0o111 == 0 {
+		t.Fatalf("make install-plugin left no executable at %s (%v)", binary, err)
+	}
 	return plugins
 }
 
