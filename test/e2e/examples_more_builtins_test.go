@@ -44,7 +44,7 @@ func runBuiltinsExample(t *testing.T) {
 	op.waitForLine(t, "Deleted, really deleted")
 	op.stop(t)
 
-	checkMoreOutput(t, op, exampleCase{
+	checkOutput(t, op, exampleCase{
 		// pod_in_sight is a resume handler too, but the pod is new.
 		succeeded: map[string]int{"pod_in_sight": 1, "pod_deleted": 1},
 		failed:    map[string]int{},
@@ -112,7 +112,7 @@ func runBuiltinsResumed(t *testing.T) {
 	op.waitForLine(t, "Creation is processed:")
 	op.stop(t)
 
-	checkMoreOutput(t, op, exampleCase{
+	checkOutput(t, op, exampleCase{
 		// The pod is new and exists at the start: pod_in_sight is selected
 		// as the create and as the resume handler, and runs once.
 		succeeded: map[string]int{"pod_in_sight": 1},

@@ -229,14 +229,15 @@ func runMoreExample(t *testing.T, mc moreCase) {
 	}
 	op.stop(t)
 
-	checkMoreOutput(t, op, tc)
+	checkOutput(t, op, tc)
 	if mc.after != nil {
 		mc.after(t, op, ns, obj)
 	}
 }
 
-// checkMoreOutput makes runExample's checks of the output.
-func checkMoreOutput(t *testing.T, op *operator, tc exampleCase) {
+// checkOutput makes the checks of an example's output that every case
+// states in its exampleCase.
+func checkOutput(t *testing.T, op *operator, tc exampleCase) {
 	t.Helper()
 	if diff := cmp.Diff(tc.succeeded, op.counts(succeededRE)); diff != "" {
 		t.Errorf("handlers that succeeded, and how often (-want +got):\n%s", diff)

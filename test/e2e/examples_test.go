@@ -315,31 +315,7 @@ func runExample(t *testing.T, tc exampleCase) {
 	}
 	op.stop(t)
 
-	if diff := cmp.Diff(tc.succeeded, op.counts(succeededRE)); diff != "" {
-		t.Errorf("handlers that succeeded, and how often (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(tc.failed, op.counts(failedRE)); diff != "" {
-		t.Errorf("handlers that failed for good, and how often (-want +got):\n%s", diff)
-	}
-	for line, want := range tc.lines {
-		if got := op.count(line); got != want {
-			t.Errorf("the output has %q %d times, want %d", line, got, want)
-		}
-	}
-	for _, line := range tc.present {
-		if op.count(line) == 0 {
-			t.Errorf("the output lacks %q", line)
-		}
-	}
-	for _, order := range tc.order {
-		checkOrder(t, op.Output(), order)
-	}
-	if n := op.count("\tERROR\t"); n != tc.errorLines && !tc.allowErrors {
-		t.Errorf("the output has %d error lines, want %d", n, tc.errorLines)
-	}
-	if n := op.count("panic"); n > 0 {
-		t.Errorf("the output mentions a panic %d times", n)
-	}
+	checkOutput(t, op, tc)
 	if tc.frozen {
 		checkFrozen(t, ns)
 	}

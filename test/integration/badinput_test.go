@@ -15,18 +15,12 @@ import (
 	"github.com/kopf-go/kopf/handlers"
 )
 
-// events returns the reasons of the Events about an object.
+// events returns "type/reason" of the Events about an object.
 func events(t *testing.T, namespace, name string) []string {
 	t.Helper()
-	var list corev1.EventList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name == name {
-			out = append(out, ev.Type+"/"+ev.Reason)
-		}
+	for _, ev := range objectEvents(t, namespace, name) {
+		out = append(out, ev.Type+"/"+ev.Reason)
 	}
 	return out
 }

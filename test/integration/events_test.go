@@ -14,18 +14,28 @@ import (
 	"github.com/kopf-go/kopf/pkg/posting"
 )
 
-// eventsAbout lists "type/reason/message" of the Events about an object.
-func eventsAbout(t *testing.T, namespace, name string) []string {
+// objectEvents are the Events about an object.
+func objectEvents(t *testing.T, namespace, name string) []corev1.Event {
 	t.Helper()
 	var list corev1.EventList
 	if err := env.Client.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []corev1.Event
 	for _, ev := range list.Items {
 		if ev.InvolvedObject.Name == name {
-			out = append(out, ev.Type+"/"+ev.Reason+"/"+ev.Message)
+			out = append(out, ev)
 		}
+	}
+	return out
+}
+
+// eventsAbout lists "type/reason/message" of the Events about an object.
+func eventsAbout(t *testing.T, namespace, name string) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range objectEvents(t, namespace, name) {
+		out = append(out, ev.Type+"/"+ev.Reason+"/"+ev.Message)
 	}
 	return out
 }

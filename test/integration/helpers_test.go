@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -85,15 +84,11 @@ func kexRef(namespace, name string) *unstructured.Unstructured {
 	return obj
 }
 
-// eventually polls cond until it returns true, failing the test after the
-// timeout. Tests wait for outcomes; they never assert on durations.
+// eventually polls cond until it returns true, failing the test after
+// 30 s. Tests wait for outcomes; they never assert on durations.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting until %s", what)
-	}
+	kopftest.Eventually(t, what, 30*time.Second, cond)
 }
 
 // calls records handler invocations, safe for concurrent use.
