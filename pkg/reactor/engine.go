@@ -121,9 +121,13 @@ func (e *engine) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create the cache: %w", err)
 	}
+	// Reads come from the run's cache for every kind, unstructured ones
+	// included: controller-runtime sends unstructured reads to the API
+	// server unless told otherwise, which would cost one GET per reconcile
+	// of every kind registered with ForKind.
 	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
 		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
-		Cache: &client.CacheOptions{Reader: c},
+		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
 	})
 	if err != nil {
 		return fmt.Errorf("create a client on the cache: %w", err)
