@@ -3,13 +3,11 @@ package bench
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kopf-go/kopf/test/bench/internal/requests"
 )
@@ -88,7 +86,7 @@ func runHarness(tb testing.TB, s sizes) results {
 	setup(tb)
 	r := results{sizes: s, lifecycle: map[string][]lifecycleFigures{}, latency: map[string]latencyFigures{},
 		rapid: map[string]rapidFigures{}, memory: map[string]memoryFigures{}}
-	variants := []string{variantKopf, variantBaseline, variantCeiling}
+	variants := append(slices.Clone(operators), variantCeiling)
 	for round := range s.rounds {
 		if !s.selected(1) {
 			break
@@ -100,7 +98,7 @@ func runHarness(tb testing.TB, s sizes) results {
 			r.lifecycle[v] = append(r.lifecycle[v], lifecycle(tb, v, s.lifecycle))
 		}
 	}
-	for _, v := range []string{variantKopf, variantBaseline} {
+	for _, v := range operators {
 		if s.selected(4) {
 			r.latency[v] = latency(tb, v, s.present, s.probes)
 		}
@@ -134,8 +132,9 @@ func BenchmarkOperators(b *testing.B) {
 
 // TestHarnessSmoke runs the harness with a few objects, so that it
 // cannot rot, and checks what is not a matter of time: every variant
-// handled every object, kopf-go wrote no more than the safe minimum per
-// lifecycle, never ran a handler on a stale body, and left no daemon
+// handled every object, kopf-go (typed and as the quick start) wrote no
+// more than the safe minimum per lifecycle, read no object from the API
+// server, never ran a handler on a stale body, and left no daemon
 // unstarted.
 func TestHarnessSmoke(t *testing.T) {
 	r := runHarness(t, smokeSizes)
@@ -143,26 +142,32 @@ func TestHarnessSmoke(t *testing.T) {
 	writeTable(&table, r)
 	t.Log("\n" + table.String())
 
-	kopf := r.lifecycle[variantKopf][0]
-	if writes := countWrites(kopf.requests); writes > safeWrites*smokeSizes.lifecycle {
-		t.Errorf("kopf-go made %d writes for %d lifecycles, more than %d each: %v", writes, smokeSizes.lifecycle, safeWrites, kopf.requests)
-	}
-	if kopf.calls["create"] != smokeSizes.lifecycle || kopf.calls["update"] != smokeSizes.lifecycle || kopf.calls["delete"] != smokeSizes.lifecycle {
-		t.Errorf("kopf-go's handler calls in the lifecycle = %v, want %d of each", kopf.calls, smokeSizes.lifecycle)
+	n := smokeSizes.lifecycle
+	for _, v := range []string{variantKopf, variantForKind} {
+		kopf := r.lifecycle[v][0]
+		if writes := countWrites(kopf.requests); writes > safeWrites*n {
+			t.Errorf("%s made %d writes for %d lifecycles, more than %d each: %v", v, writes, n, safeWrites, kopf.requests)
+		}
+		if gets := countVerb(kopf.requests, "get"); gets != 0 {
+			t.Errorf("%s read objects from the API server %d times in %d lifecycles, want 0: %v", v, gets, n, kopf.requests)
+		}
+		if kopf.calls["create"] != n || kopf.calls["update"] != n || kopf.calls["delete"] != n {
+			t.Errorf("%s's handler calls in the lifecycle = %v, want %d of each", v, kopf.calls, n)
+		}
+		if kopf.stale != 0 || r.rapid[v].stale != 0 {
+			t.Errorf("%s ran handlers on stale bodies: %d in the lifecycle, %d in the rapid updates", v, kopf.stale, r.rapid[v].stale)
+		}
+		if calls := r.rapid[v].callsPerChange; calls <= 0 || calls > 1 {
+			t.Errorf("%s's update handler ran %.2f times per change, want more than 0 and at most 1", v, calls)
+		}
 	}
 	for v, f := range r.lifecycle {
-		if v != variantCeiling && f[0].calls["create"] < smokeSizes.lifecycle {
-			t.Errorf("the %s variant's create handler ran %d times for %d objects", v, f[0].calls["create"], smokeSizes.lifecycle)
+		if v != variantCeiling && f[0].calls["create"] < n {
+			t.Errorf("the %s variant's create handler ran %d times for %d objects", v, f[0].calls["create"], n)
 		}
 		if countWrites(f[0].requests) == 0 {
 			t.Errorf("no writes were counted for the %s variant", v)
 		}
-	}
-	if kopf.stale != 0 || r.rapid[variantKopf].stale != 0 {
-		t.Errorf("kopf-go ran handlers on stale bodies: %d in the lifecycle, %d in the rapid updates", kopf.stale, r.rapid[variantKopf].stale)
-	}
-	if calls := r.rapid[variantKopf].callsPerChange; calls <= 0 || calls > 1 {
-		t.Errorf("kopf-go's update handler ran %.2f times per change, want more than 0 and at most 1", calls)
 	}
 	if r.daemons.daemons != int64(smokeSizes.daemons) {
 		t.Errorf("%d daemons ran, want %d", r.daemons.daemons, smokeSizes.daemons)
@@ -188,174 +193,26 @@ func countWrites(counts map[string]int) int {
 	return n
 }
 
-func countReads(counts map[string]int) int {
+// countVerb counts the requests of one verb (get, list, patch, ...) on
+// resources; discovery's requests are not counted.
+func countVerb(counts map[string]int, verb string) int {
 	n := 0
 	for key, v := range counts {
-		if verb, _, _ := strings.Cut(key, " "); verb == "get" || verb == "list" {
+		if keyVerb, resource, _ := strings.Cut(key, " "); keyVerb == verb && !strings.HasPrefix(resource, "/") {
 			n += v
 		}
 	}
 	return n
 }
 
-// row is one line of the table: a figure per variant ("" where it does
-// not apply), and the target it is held against.
-type row struct {
-	figure                  string
-	kopf, baseline, ceiling float64
-	hasBaseline, hasCeiling bool
-	format                  string
-	target                  string
-	met                     func(kopf, baseline, ceiling float64) bool
-}
-
-func writeTable(w io.Writer, r results) {
-	s := r.sizes
-	med := func(v string, f func(lifecycleFigures) float64) float64 {
-		var xs []float64
-		for _, l := range r.lifecycle[v] {
-			xs = append(xs, f(l))
-		}
-		return median(xs)
-	}
-	lc := func(figure, format, target string, f func(lifecycleFigures) float64, met func(k, b, c float64) bool) row {
-		return row{figure: figure, kopf: med(variantKopf, f), baseline: med(variantBaseline, f), ceiling: med(variantCeiling, f),
-			hasBaseline: true, hasCeiling: true, format: format, target: target, met: met}
-	}
-	// lcOp is lc for figures of an operator, which the ceiling is not.
-	lcOp := func(figure, format, target string, f func(lifecycleFigures) float64, met func(k, b, c float64) bool) row {
-		x := lc(figure, format, target, f, met)
-		x.hasCeiling = false
-		return x
-	}
-	secs := func(d time.Duration) float64 { return d.Seconds() }
-	perObject := func(n int) func(int) float64 { return func(x int) float64 { return float64(x) / float64(n) } }(s.lifecycle)
-	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
-	withinCeiling := func(k, _, c float64) bool { return k <= 1.10*c }
-
-	rows := []row{
-		lc(fmt.Sprintf("1. %d created → all handled, s", s.lifecycle), "%.2f", "≤ 1.10 × ceiling",
-			func(l lifecycleFigures) float64 { return secs(l.handled) }, withinCeiling),
-		lc("1. all updated → all handled, s", "%.2f", "≤ 1.10 × ceiling",
-			func(l lifecycleFigures) float64 { return secs(l.updated) }, withinCeiling),
-		lc("1. all deleted → all gone, s", "%.2f", "≤ 1.10 × ceiling",
-			func(l lifecycleFigures) float64 { return secs(l.gone) }, withinCeiling),
-		lcOp("2. operator CPU per 1,000 objects, s", "%.2f", "≤ 1.15 × baseline",
-			func(l lifecycleFigures) float64 { return l.cpu * 1000 / float64(s.lifecycle) },
-			func(k, b, _ float64) bool { return k <= 1.15*b }),
-		lcOp("2. allocated per lifecycle, KB", "%.1f", "",
-			func(l lifecycleFigures) float64 { return float64(l.allocated) / float64(s.lifecycle) / 1000 }, nil),
-		lcOp("2. allocations per lifecycle", "%.0f", "",
-			func(l lifecycleFigures) float64 { return float64(l.mallocs) / float64(s.lifecycle) }, nil),
-		lc("3. writes per lifecycle", "%.2f", fmt.Sprintf("≤ baseline, ≤ %d", safeWrites),
-			func(l lifecycleFigures) float64 { return perObject(countWrites(l.requests)) },
-			func(k, b, _ float64) bool { return k <= b && k <= safeWrites }),
-	}
-	for _, key := range writeKeys(r) {
-		rows = append(rows, lc("3.   "+key, "%.2f", "",
-			func(l lifecycleFigures) float64 { return perObject(l.requests[key]) }, nil))
-	}
-	rows = append(rows,
-		lc("3. reads (get, list) per lifecycle", "%.3f", "", func(l lifecycleFigures) float64 { return perObject(countReads(l.requests)) }, nil),
-		lc("3. watches opened (whole run)", "%.0f", "", func(l lifecycleFigures) float64 { return float64(watches(l.requests)) }, nil),
-		lcOp("6. stale handler calls in the lifecycle", "%.0f", "kopf-go 0",
-			func(l lifecycleFigures) float64 { return float64(l.stale) }, func(k, _, _ float64) bool { return k == 0 }),
-	)
-	two := func(figure, format, target string, k, b float64, met func(k, b, c float64) bool) row {
-		return row{figure: figure, kopf: k, baseline: b, hasBaseline: true, format: format, target: target, met: met}
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	lk, lb := r.latency[variantKopf], r.latency[variantBaseline]
-	rk, rb := r.rapid[variantKopf], r.rapid[variantBaseline]
-	mk, mb := r.memory[variantKopf], r.memory[variantBaseline]
-	perDaemon := func(f func(memoryFigures) uint64) float64 {
-		return (float64(f(r.daemons)) - float64(f(mk))) / float64(s.daemons) / 1000
-	}
-	rows = append(rows,
-		two(fmt.Sprintf("4. create → first call, p50, ms (%d present)", s.present), "%.1f", "", ms(lk.p50), ms(lb.p50), nil),
-		two(fmt.Sprintf("4. create → first call, p99, ms (%d present)", s.present), "%.1f", "", ms(lk.p99), ms(lb.p99), nil),
-		two(fmt.Sprintf("5. Go heap in use, %d objects, MiB", s.memory), "%.1f", "≤ 1.2 × baseline", mib(mk.heap), mib(mb.heap),
-			func(k, b, _ float64) bool { return k <= 1.2*b }),
-		two(fmt.Sprintf("5. RSS, %d objects, MiB", s.memory), "%.1f", "≤ 1.2 × baseline", mib(mk.rss), mib(mb.rss),
-			func(k, b, _ float64) bool { return k <= 1.2*b }),
-		two(fmt.Sprintf("6. update calls per change (%d × %d updates)", s.rapid, s.updates), "%.3f", "", rk.callsPerChange, rb.callsPerChange, nil),
-		two("6. stale handler calls, rapid updates", "%.0f", "kopf-go 0", float64(rk.stale), float64(rb.stale),
-			func(k, _, _ float64) bool { return k == 0 }),
-		row{figure: fmt.Sprintf("7. memory per daemon (live heap + stack), %d daemons, KB", s.daemons),
-			kopf: perDaemon(func(m memoryFigures) uint64 { return m.live + m.stacks }), format: "%.1f", target: "≤ 10 KB",
-			met: func(k, _, _ float64) bool { return k <= 10 }},
-		row{figure: "7.   of which goroutine stacks, KB", kopf: perDaemon(func(m memoryFigures) uint64 { return m.stacks }), format: "%.1f"},
-		row{figure: "7.   heap in use (spans, with fragmentation) + stack, KB",
-			kopf: perDaemon(func(m memoryFigures) uint64 { return m.heap + m.stacks }), format: "%.1f"},
-		row{figure: fmt.Sprintf("7. SIGTERM → exit with %d daemons, s", s.daemons), kopf: secs(r.daemons.stop), format: "%.2f", target: "≤ 1 s",
-			met: func(k, _, _ float64) bool { return k <= 1 }},
-	)
-
-	fmt.Fprintf(w, "| figure | kopf-go | baseline | ceiling | kopf-go / baseline | kopf-go / ceiling | target | met |\n")
-	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---|---|\n")
-	for _, x := range rows {
-		if workload, _ := strconv.Atoi(x.figure[:1]); !s.selected(workload) {
-			continue
-		}
-		cell := func(v float64, ok bool) string {
-			if !ok {
-				return "—"
-			}
-			return fmt.Sprintf(x.format, v)
-		}
-		ratio := func(a, b float64, ok bool) string {
-			if !ok || b == 0 {
-				return "—"
-			}
-			return fmt.Sprintf("%.2f", a/b)
-		}
-		met := ""
-		if x.met != nil {
-			met = "yes"
-			if !x.met(x.kopf, x.baseline, x.ceiling) {
-				met = "**no**"
-			}
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", x.figure,
-			cell(x.kopf, true), cell(x.baseline, x.hasBaseline), cell(x.ceiling, x.hasCeiling),
-			ratio(x.kopf, x.baseline, x.hasBaseline), ratio(x.kopf, x.ceiling, x.hasCeiling), x.target, met)
-	}
-}
-
-// writeKeys are the kinds of writes any variant made in the lifecycle.
-func writeKeys(r results) []string {
-	var keys []string
-	for _, runs := range r.lifecycle {
-		for _, l := range runs {
-			for key := range l.requests {
-				if requests.IsWrite(key) && !slices.Contains(keys, key) {
-					keys = append(keys, key)
-				}
-			}
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func watches(counts map[string]int) int {
+// discovery counts the requests outside resources: discovery's, which
+// clients make once.
+func discovery(counts map[string]int) int {
 	n := 0
 	for key, v := range counts {
-		if strings.HasPrefix(key, "watch ") {
+		if _, resource, _ := strings.Cut(key, " "); strings.HasPrefix(resource, "/") {
 			n += v
 		}
 	}
 	return n
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(xs)
-	slices.Sort(sorted)
-	if len(sorted)%2 == 1 {
-		return sorted[len(sorted)/2]
-	}
-	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
 }

@@ -86,7 +86,9 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 	// after its cache is synced): its start-up is not part of any
 	// workload.
 	for {
-		if log, _ := os.ReadFile(op.log); bytes.Contains(log, []byte(`"msg":"Starting workers"`)) {
+		// The quick start's runner logs to stderr, as text.
+		if log, _ := os.ReadFile(op.log); bytes.Contains(log, []byte(`"msg":"Starting workers"`)) ||
+			strings.Contains(proc.Output(), "Starting workers") {
 			break
 		}
 		if proc.Exited() || time.Now().After(deadline) {

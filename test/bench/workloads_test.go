@@ -15,14 +15,23 @@ import (
 	"github.com/kopf-go/kopf/test/bench/internal/requests"
 )
 
-// The variants of a workload: kopf-go's engine, the hand-written
-// baseline reconciler, and the ceiling, a plain client that makes the same
-// writes with no watching at all.
+// The variants of a workload: kopf-go's engine for the typed kind in a
+// manager, kopf-go as the README's quick start (ForKind, unstructured,
+// the standalone runner), the hand-written baseline reconciler, and the
+// ceiling, a plain client that makes the same writes with no watching at
+// all.
 const (
 	variantKopf     = "kopf"
+	variantForKind  = "forkind"
 	variantBaseline = "baseline"
 	variantCeiling  = "ceiling"
 )
+
+// operators are the variants that run an operator process.
+var operators = []string{variantKopf, variantForKind, variantBaseline}
+
+// isKopf tells kopf-go's variants.
+func isKopf(variant string) bool { return variant == variantKopf || variant == variantForKind }
 
 // phaseTimeout bounds every wait for the operator; a slower phase is a
 // failure, not a figure.
@@ -31,7 +40,7 @@ const phaseTimeout = 10 * time.Minute
 // lastHandledKey is the annotation in which a variant records the last
 // handled spec.
 func lastHandledKey(variant string) string {
-	if variant == variantKopf {
+	if isKopf(variant) {
 		return kex.KopfLastHandled
 	}
 	return kex.LastHandled

@@ -40,7 +40,7 @@ func (r *baseline) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if !controllerutil.ContainsFinalizer(obj, kex.Finalizer) {
 			return ctrl.Result{}, nil
 		}
-		r.rec.deleted(obj)
+		r.rec.deleted()
 		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(obj, kex.Finalizer)
 		return ctrl.Result{}, r.Patch(ctx, obj, patch)
@@ -56,14 +56,14 @@ func (r *baseline) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if !handled {
-		r.rec.changed("create", obj)
+		r.rec.changed("create", obj.Name, obj.Spec.Counter)
 		patch := client.MergeFrom(obj.DeepCopy())
 		obj.Status.CreateFn = &kex.Result{Message: "created"}
 		if err := r.Status().Patch(ctx, obj, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("write the status: %w", err)
 		}
 	} else {
-		r.rec.changed("update", obj)
+		r.rec.changed("update", obj.Name, obj.Spec.Counter)
 	}
 	patch := client.MergeFrom(obj.DeepCopy())
 	if obj.Annotations == nil {

@@ -9,22 +9,23 @@ import (
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
 )
 
-// setupKopf adds kopf-go's engine: a create handler with a small result,
-// an update handler, a delete handler, and with --daemons a daemon that
-// runs until its object goes.
+// setupKopf adds kopf-go's engine for the typed kind to the manager, as an
+// operator embedded beside other controllers is set up: a create handler
+// with a small result, an update handler, a delete handler, and with
+// --daemons a daemon that runs until its object goes.
 func setupKopf(mgr manager.Manager, c config, rec *recorder) error {
 	reg := handlers.NewRegistry()
 	kind := handlers.For[*kex.KopfExample](reg)
 	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *kex.KopfExample, _ *handlers.Cause) (any, error) {
-		rec.changed("create", obj)
+		rec.changed("create", obj.Name, obj.Spec.Counter)
 		return map[string]any{"message": "created"}, nil
 	})
 	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *kex.KopfExample, _ *handlers.Cause) (any, error) {
-		rec.changed("update", obj)
+		rec.changed("update", obj.Name, obj.Spec.Counter)
 		return nil, nil
 	})
 	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *kex.KopfExample, _ *handlers.Cause) (any, error) {
-		rec.deleted(obj)
+		rec.deleted()
 		return nil, nil
 	})
 	if c.daemons {

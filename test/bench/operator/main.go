@@ -1,8 +1,9 @@
 // Command operator is the benchmark's operator process: kopf-go's engine
-// or the hand-written baseline reconciler, for the same objects, with the
-// same manager and the same number of workers. It counts its own API
-// requests and handler calls and serves them, with its CPU time and
-// memory, as JSON at /stats, for the benchmark's driver to read.
+// (typed in a manager, or as the README's quick start) or the hand-written
+// baseline reconciler, for the same objects, with the same number of
+// workers. It counts its own API requests and handler calls and serves
+// them, with its CPU time and memory, as JSON at /stats, for the
+// benchmark's driver to read.
 package main
 
 import (
@@ -53,7 +54,7 @@ type config struct {
 
 func run() error {
 	var c config
-	flag.StringVar(&c.variant, "variant", "kopf", "kopf (kopf-go's engine) or baseline (the hand-written reconciler)")
+	flag.StringVar(&c.variant, "variant", "kopf", "kopf (kopf-go's engine, typed, in a manager), forkind (the README's quick start: ForKind, unstructured, the standalone runner) or baseline (the hand-written reconciler)")
 	flag.StringVar(&c.namespace, "namespace", "default", "the namespace to serve")
 	flag.IntVar(&c.workers, "workers", 16, "objects handled at once (MaxConcurrentReconciles)")
 	flag.BoolVar(&c.daemons, "daemons", false, "kopf only: a daemon for every object")
@@ -98,11 +99,26 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("load the kubeconfig: %w", err)
 	}
-	// Both variants leave throttling to the API server, as kopf-go's
+	// Every variant leaves throttling to the API server, as kopf-go's
 	// runner and controller-runtime's GetConfig do.
 	cfg.QPS = -1
 	counter := &requests.Counter{}
 	counter.Instrument(cfg)
+
+	rec := newRecorder()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	server := &http.Server{Handler: statsHandler(counter, rec, c.heap), ReadHeaderTimeout: 10 * time.Second}
+	if c.variant == "forkind" {
+		if c.daemons {
+			return errors.New("--daemons is for the kopf variant only")
+		}
+		return serveBeside(server, listener, func() error { return runQuickStart(ctx, cfg, c, rec) })
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -120,7 +136,6 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
-	rec := newRecorder()
 	switch c.variant {
 	case "kopf":
 		err = setupKopf(mgr, c, rec)
@@ -135,21 +150,31 @@ func run() error {
 	if err != nil {
 		return err
 	}
-
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	server := &http.Server{Handler: statsHandler(counter, rec, c.heap), ReadHeaderTimeout: 10 * time.Second}
 	if err := mgr.Add(&manager.Server{Name: "stats", Server: server, Listener: listener}); err != nil {
 		return err
 	}
 	// The driver waits for this line.
 	fmt.Printf("stats at http://%s/stats\n", listener.Addr())
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return mgr.Start(ctx)
+}
+
+// serveBeside serves the stats while run runs (an operator that brings its
+// own manager), and stops serving when it returns.
+func serveBeside(server *http.Server, listener net.Listener, run func() error) error {
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	// The driver waits for this line.
+	fmt.Printf("stats at http://%s/stats\n", listener.Addr())
+	err := run()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if shutdownErr := server.Shutdown(shutdownCtx); shutdownErr != nil && err == nil {
+		err = shutdownErr
+	}
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
+		err = serveErr
+	}
+	return err
 }
 
 type discard struct{}

@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/kopf-go/kopf/test/bench/internal/kex"
 )
 
 // recorder keeps what the handlers were called for: the same functions
@@ -28,24 +26,25 @@ func newRecorder() *recorder {
 	return &recorder{firstCreate: map[string]int64{}, handled: map[string]int{}, calls: map[string]int{}}
 }
 
-// changed records a create or update handler's call for obj.
-func (r *recorder) changed(handler string, obj *kex.KopfExample) {
+// changed records a create or update handler's call for the object of
+// that name, whose spec.counter is counter.
+func (r *recorder) changed(handler, name string, counter int) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls[handler]++
-	if _, ok := r.firstCreate[obj.Name]; !ok && handler == "create" {
-		r.firstCreate[obj.Name] = now
+	if _, ok := r.firstCreate[name]; !ok && handler == "create" {
+		r.firstCreate[name] = now
 	}
-	if prev, ok := r.handled[obj.Name]; ok && obj.Spec.Counter <= prev {
+	if prev, ok := r.handled[name]; ok && counter <= prev {
 		r.stale++
 		return
 	}
-	r.handled[obj.Name] = obj.Spec.Counter
+	r.handled[name] = counter
 }
 
 // deleted records a delete handler's call.
-func (r *recorder) deleted(obj *kex.KopfExample) {
+func (r *recorder) deleted() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls["delete"]++

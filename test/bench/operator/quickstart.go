@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+
+	"github.com/kopf-go/kopf/handlers"
+)
+
+// runQuickStart runs the README's quick start with the benchmark's
+// handlers: the kind by name (ForKind), handlers of unstructured objects,
+// and the standalone runner with Kopf's command line, until ctx is done.
+// The one addition is a login handler that gives the runner the counted
+// connection; the runner logs to stderr, as it does for users.
+func runQuickStart(ctx context.Context, cfg *rest.Config, c config, rec *recorder) error {
+	reg := handlers.NewRegistry()
+	kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+		rec.changed("create", obj.GetName(), counterOf(obj))
+		return map[string]any{"message": "created"}, nil
+	})
+	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+		rec.changed("update", obj.GetName(), counterOf(obj))
+		return nil, nil
+	})
+	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+		rec.deleted()
+		return nil, nil
+	})
+	handlers.OnLogin(reg, "login", func(ctx context.Context, _ *handlers.Activity) (*rest.Config, error) {
+		return cfg, nil
+	})
+	args := []string{"--standalone", "--namespace", c.namespace}
+	return handlers.Run(ctx, reg, args, handlers.Options{MaxConcurrentReconciles: c.workers})
+}
+
+// counterOf is the object's spec.counter, 0 if it has none.
+func counterOf(obj *unstructured.Unstructured) int {
+	counter, _, _ := unstructured.NestedInt64(obj.Object, "spec", "counter")
+	return int(counter)
+}
