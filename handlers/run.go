@@ -50,6 +50,10 @@ type Flags struct {
 	// Liveness is the URL at which to serve the probes' results, as Kopf's
 	// --liveness (e.g. http://0.0.0.0:8080/healthz).
 	Liveness string
+	// MetricsBindAddress is where the manager serves /metrics over HTTP
+	// (e.g. :8080), as kubebuilder's scaffolds name the flag; "0" switches
+	// the metrics off. Empty: not given (Options.MetricsBindAddress, or off).
+	MetricsBindAddress string
 }
 
 // DevPriority is the priority --dev gives, as in Kopf.
@@ -76,6 +80,7 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "the kubeconfig file")
 	fs.StringVar(&f.Liveness, "liveness", "", "serve the probes' results at this URL, e.g. http://0.0.0.0:8080/healthz")
 	fs.StringVar(&f.Liveness, "L", "", "short for --liveness")
+	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", `serve /metrics at this address, e.g. :8080 (default "0": off)`)
 	if err := fs.Parse(args); err != nil {
 		return f, fmt.Errorf("parse the command line: %w", err)
 	}
@@ -121,8 +126,9 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return err
 	}
-	// The runner's manager serves no metrics, so its controllers' names need
-	// not be unique in the process: Run may run again, e.g. in tests.
+	// Run may run again in one process, e.g. in tests: its controllers'
+	// names need not be unique (they only label controller-runtime's
+	// metrics, and the engine's controllers skip the check anyway).
 	skipNameValidation := true
 	// The manager's own stop deadline comes after the engine's grace, so
 	// that the engine can say what it leaves behind.
@@ -133,7 +139,7 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	managerGrace := grace + 10*time.Second
 	mopts := manager.Options{
 		Logger:                  logger,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddress(f, opts)},
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
 		WebhookServer:           webhook.NewServer(opts.WebhookServer),
@@ -165,6 +171,18 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	}
 	logger.Info("Operator has stopped.")
 	return nil
+}
+
+// metricsAddress is where the runner's manager serves metrics: the flag,
+// else the options, else nowhere ("0").
+func metricsAddress(f Flags, opts Options) string {
+	switch {
+	case f.MetricsBindAddress != "":
+		return f.MetricsBindAddress
+	case opts.MetricsBindAddress != "":
+		return opts.MetricsBindAddress
+	}
+	return "0"
 }
 
 // serveLiveness serves the probes' results as JSON at the URL: the

@@ -41,6 +41,8 @@ func TestParseFlags(t *testing.T) {
 		{"unknown flag", []string{"--nope"}, Flags{}, true},
 		{"positional argument", []string{"main.go"}, Flags{}, true},
 		{"debug is verbose", []string{"--debug"}, Flags{Verbose: true}, false},
+		{"metrics as kubebuilder names the flag", []string{"--metrics-bind-address", ":8080"}, Flags{MetricsBindAddress: ":8080"}, false},
+		{"metrics off", []string{"--metrics-bind-address=0"}, Flags{MetricsBindAddress: "0"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,5 +92,26 @@ current-context: x
 	}
 	if cfg.QPS != 50 || cfg.Host != "https://127.0.0.1:2" {
 		t.Errorf("from a login handler: QPS %v, host %q; want the handler's own", cfg.QPS, cfg.Host)
+	}
+}
+
+func TestMetricsAddress(t *testing.T) {
+	tests := []struct {
+		name       string
+		flag, opts string
+		want       string
+	}{
+		{"off by default", "", "", "0"},
+		{"from the options", "", ":8080", ":8080"},
+		{"the flag wins", "127.0.0.1:9090", ":8080", "127.0.0.1:9090"},
+		{"the flag switches them off", "0", ":8080", "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := metricsAddress(Flags{MetricsBindAddress: tt.flag}, Options{MetricsBindAddress: tt.opts})
+			if got != tt.want {
+				t.Errorf("metricsAddress() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -86,6 +86,11 @@ type Options struct {
 	// standalone runner makes (address, port, certificates); embedded, the
 	// manager's own applies.
 	WebhookServer webhook.Options
+	// MetricsBindAddress is where the standalone runner's manager serves
+	// /metrics over HTTP (e.g. ":8080"); empty or "0": off. The runner's
+	// --metrics-bind-address wins over it. Embedded, the manager's own
+	// metrics server serves kopf-go's metrics (docs/metrics.md).
+	MetricsBindAddress string
 	// ErrorDelays are how long an object waits after unexpected errors in
 	// a row (API failures): default Kopf's 1, 1, 2, 3, 5, 8, ... 610 s (the
 	// last repeats); an empty, non-nil list leaves it to controller-runtime.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/metrics"
 )
 
 // WebhookOptions configure the serving of webhook handlers.
@@ -67,6 +68,9 @@ func SetupWebhooksWithManager(mgr manager.Manager, reg *Registry, opts WebhookOp
 	}
 	if len(served.Kinds) == 0 {
 		return nil
+	}
+	if err := metrics.Register(); err != nil {
+		return fmt.Errorf("register the metrics: %w", err)
 	}
 
 	log := mgr.GetLogger().WithName("admission")

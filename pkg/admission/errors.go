@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/pkg/metrics"
 )
 
 // DefaultCode is the status code of a denial that names none.
@@ -50,7 +51,24 @@ func rank(err error) int {
 	if errors.As(err, &t) {
 		return 2
 	}
-	return 9
+	return rankArbitrary
+}
+
+// rankArbitrary is the rank of errors that are neither admission errors
+// nor the handlers' typed errors.
+const rankArbitrary = 9
+
+// outcomeOf names what a handler's error did to the request, for the
+// metrics: deliberate denials (the errors that rank above arbitrary ones)
+// are told apart from failures, which point at a bug.
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return metrics.WebhookAllowed
+	case rank(err) < rankArbitrary:
+		return metrics.WebhookDenied
+	}
+	return metrics.WebhookError
 }
 
 // bestError picks the error to report: the best ranked, the first of them

@@ -69,3 +69,26 @@ func TestStatusOf(t *testing.T) {
 		})
 	}
 }
+
+func TestOutcomeOf(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no error", nil, "allowed"},
+		{"admission error", Error{Message: "No!", Code: 422}, "denied"},
+		{"admission error by pointer, wrapped", fmt.Errorf("check: %w", &Error{Message: "No!"}), "denied"},
+		{"permanent error", execution.NewPermanentError("No!"), "denied"},
+		{"temporary error", execution.NewTemporaryError("No!", 0), "denied"},
+		{"arbitrary error", errors.New("boom"), "error"},
+		{"panic", &execution.PanicError{Value: "boom"}, "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := outcomeOf(tt.err); got != tt.want {
+				t.Errorf("outcomeOf() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

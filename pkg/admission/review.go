@@ -19,6 +19,7 @@ import (
 
 	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/metrics"
 	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/pkg/registry"
 )
@@ -72,6 +73,7 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 	selected := kind.Select(in.Hint, obj, r)
 
 	resp := &admissionv1.AdmissionResponse{UID: in.Request.UID}
+	kindLabel := metrics.Kind(kind.GVK)
 	var errs []error
 	var patches []*patch.Patch
 	for _, h := range selected {
@@ -80,6 +82,7 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 		if err == nil {
 			err = call(logr.NewContext(ctx, log.WithValues("handler", h.ID)), h, hobj, hr)
 		}
+		metrics.WebhookCalled(kindLabel, string(h.Type), h.ID, outcomeOf(err))
 		errs = append(errs, err)
 		resp.Warnings = append(resp.Warnings, hr.Warnings...)
 		if h.Type == Mutating {

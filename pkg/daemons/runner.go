@@ -200,6 +200,7 @@ func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState 
 	outcome := execution.Execute(r.logCtx, &r.h.Handler, state, cause.now, r.defaults(), func(ctx context.Context) (any, error) {
 		return r.h.Fn(ctx, obj, cause)
 	})
+	r.sup.settings.Observer.Attempted(r.obj.host, &r.h, outcome, r.sup.clock.Since(cause.now))
 	return r.finish(state, cause, outcome)
 }
 
@@ -296,6 +297,7 @@ func (r *runner) stop(reason StopReason) {
 	}
 	r.stopSince = r.sup.clock.Now()
 	close(r.stopped)
+	r.sup.settings.Observer.Stopping(r.obj.host, &r.h)
 	backoff, timeout := r.h.CancellationBackoff, r.h.CancellationTimeout
 	if r.h.Kind == KindTimer {
 		backoff, timeout = 0, 0 // timers wake from their sleeps at once

@@ -40,6 +40,8 @@ type Settings struct {
 	// Local makes a logger whose lines are never posted as Events, for the
 	// supervisor's bookkeeping lines (stop messages); nil: no change.
 	Local func(logr.Logger) logr.Logger
+	// Observer learns what daemons and timers do (for metrics); nil: none.
+	Observer Observer
 }
 
 // Defaults of Settings.
@@ -101,6 +103,9 @@ func New(s Settings) *Supervisor {
 	}
 	if s.Local == nil {
 		s.Local = func(l logr.Logger) logr.Logger { return l }
+	}
+	if s.Observer == nil {
+		s.Observer = noObserver{}
 	}
 	base, cancel := context.WithCancel(s.BaseContext)
 	return &Supervisor{
@@ -214,6 +219,7 @@ func (s *Supervisor) spawnLocked(o *object, h Handler, obj causes.Object) {
 		r.first, _ = obj.DeepCopyObject().(causes.Object)
 	}
 	o.runners[h.ID] = r
+	s.settings.Observer.Spawned(o.host, &r.h)
 	s.wg.Add(1)
 	go r.run()
 }
@@ -297,6 +303,7 @@ func (s *Supervisor) exited(r *runner) {
 	if r.reason == 0 {
 		o.foreverStopped[r.h.ID] = true
 	}
+	s.settings.Observer.Exited(o.host, &r.h, r.reason)
 	gone := o.gone
 	if gone && len(o.runners) == 0 {
 		delete(s.objects, o.ref.UID)

@@ -53,6 +53,13 @@ type Outcome struct {
 	Cancelled bool
 	// Subrefs are the ids of the handler's sub-handlers, of all depths.
 	Subrefs []string
+	// Ignored: the handler failed with an arbitrary error that its errors
+	// mode ignores; the outcome is final and counts as a success, but
+	// metrics tell it apart.
+	Ignored bool
+	// NotCalled: the handler's timeout or retries were used up before the
+	// attempt, so its function was not called (and took no time).
+	NotCalled bool
 }
 
 // Defaults are the settings that apply to handlers that set nothing.
@@ -92,12 +99,12 @@ func checkLimits(ctx context.Context, h *Handler, st *HandlerState, now time.Tim
 	if h.Timeout > 0 && runtime >= h.Timeout {
 		err := &HandlerTimeoutError{Message: fmt.Sprintf("%s has timed out after %s.", h, timedelta(runtime))}
 		log.Error(nil, err.Message)
-		return Outcome{Final: true, Err: err}, false
+		return Outcome{Final: true, Err: err, NotCalled: true}, false
 	}
 	if h.Retries > 0 && st.Retries >= h.Retries {
 		err := &HandlerRetriesError{Message: fmt.Sprintf("%s has exceeded %d retries.", h, st.Retries)}
 		log.Error(nil, err.Message)
-		return Outcome{Final: true, Err: err}, false
+		return Outcome{Final: true, Err: err, NotCalled: true}, false
 	}
 	return Outcome{}, true
 }
@@ -172,7 +179,7 @@ func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time,
 	switch {
 	case errorsMode == ErrorsIgnored:
 		log.Error(err, fmt.Sprintf("%s failed with an exception and will ignore it: %s", h, err))
-		return Outcome{Final: true}
+		return Outcome{Final: true, Ignored: true}
 	case errorsMode == ErrorsPermanent:
 		log.Error(err, fmt.Sprintf("%s failed with an exception and will stop now: %s", h, err))
 		return Outcome{Final: true, Err: err}

@@ -253,3 +253,28 @@ func (st *State) Next(candidates []string, now time.Time) (string, bool) {
 	}
 	return best, found
 }
+
+// Standing is where an object stands with the handlers of its current
+// cause: what the metrics of objects count.
+type Standing struct {
+	// Retrying: an active handler failed and sleeps until its retry (or a
+	// parent sleeps until a sub-handler's retry).
+	Retrying bool
+	// Failed: an active handler failed for good.
+	Failed bool
+}
+
+// Standing tells whether any active handler waits for a retry or has
+// failed for good, at the given time. Handlers that are due now, or have
+// not run yet, are not retrying: nothing holds them back.
+func (st *State) Standing(now time.Time) Standing {
+	var s Standing
+	for _, h := range st.Handlers {
+		if !h.Active {
+			continue
+		}
+		s.Retrying = s.Retrying || h.Sleeping(now)
+		s.Failed = s.Failed || h.Failure
+	}
+	return s
+}

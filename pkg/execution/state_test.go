@@ -332,3 +332,34 @@ func TestNext(t *testing.T) {
 		})
 	}
 }
+
+func TestStanding(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	tests := []struct {
+		name string
+		st   *State
+		want Standing
+	}{
+		{"no handlers", newState("create"), Standing{}},
+		{"not run yet", newState("create", "a", HandlerState{Active: true}), Standing{}},
+		{"succeeded", newState("create", "a", HandlerState{Active: true, Success: true}), Standing{}},
+		{"sleeping until a retry", newState("create", "a", HandlerState{Active: true, Retries: 1, Delayed: at(time.Minute)}), Standing{Retrying: true}},
+		{"due for its retry now", newState("create", "a", HandlerState{Active: true, Retries: 1, Delayed: at(10 * time.Second)}), Standing{}},
+		{"failed for good", newState("create", "a", HandlerState{Active: true, Failure: true}), Standing{Failed: true}},
+		{"one failed, another retrying", newState("create",
+			"a", HandlerState{Active: true, Failure: true},
+			"b", HandlerState{Active: true, Delayed: at(time.Minute)},
+		), Standing{Retrying: true, Failed: true}},
+		{"inactive ones do not count", newState("update",
+			"a", HandlerState{Purpose: "create", Failure: true},
+			"b", HandlerState{Purpose: "create", Delayed: at(time.Minute)},
+		), Standing{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.st.Standing(now)); diff != "" {
+				t.Errorf("Standing() -want +got:\n%s", diff)
+			}
+		})
+	}
+}

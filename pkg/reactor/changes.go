@@ -91,6 +91,9 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 		}
 		c.mem.fullyHandledOnce = true
 	}
+	// A failure for good stands until a later cause is handled; a retry
+	// until the handler runs again.
+	r.memories.stand(c.mem, state.Standing(now))
 }
 
 // supersededIDs are the loaded records of another purpose that the current
@@ -133,7 +136,9 @@ func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry
 	hs := state.Handlers[id]
 	// The operator's stop waits for the handler, and names it while it does.
 	done := r.sup.Track(fmt.Sprintf("%s of %s", h.Handler, c.ref()))
+	started := r.settings.Clock.Now()
 	outcome := r.invoke(ctx, c, subject, h, hs, now)
+	r.invoked(id, string(subject.Cause.Reason), outcome, r.settings.Clock.Since(started))
 	done()
 	if outcome.Cancelled {
 		return // the operator is stopping; the handler runs again after the restart

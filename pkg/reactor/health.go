@@ -4,20 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kopf-go/kopf/pkg/freeze"
+	"github.com/kopf-go/kopf/pkg/metrics"
 	"github.com/kopf-go/kopf/pkg/registry"
 )
 
 // Names of the health checks and the metric.
 const (
 	ReadyzCheckName = "kopf-peering"
-	FrozenMetric    = "kopf_operator_frozen"
+	FrozenMetric    = metrics.OperatorFrozen
 )
 
 // addHealth adds a readiness check that fails until the startup handlers
@@ -34,7 +32,7 @@ func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Re
 	if err := mgr.AddHealthzCheck(ReadyzCheckName, prober.Check); err != nil {
 		return nil, fmt.Errorf("add the liveness check: %w", err)
 	}
-	frozenStates.add(identity, e.toggle)
+	metrics.WatchFrozen(identity, e.toggle)
 	return prober, nil
 }
 
@@ -56,43 +54,4 @@ func readiness(elected <-chan struct{}, started func() bool, toggle *freeze.Togg
 		return fmt.Errorf("frozen: %s", reason)
 	}
 	return nil
-}
-
-// frozenCollector reports, for every engine of the process, whether it is
-// frozen (1) or running (0), with the reason as a label.
-type frozenCollector struct {
-	desc    *prometheus.Desc
-	mu      sync.Mutex
-	toggles map[string]*freeze.Toggle
-	once    sync.Once
-}
-
-var frozenStates = &frozenCollector{
-	desc: prometheus.NewDesc(FrozenMetric, "Whether the kopf-go operator is frozen in favour of a peer (1) or running (0).",
-		[]string{"identity", "reason"}, nil),
-	toggles: map[string]*freeze.Toggle{},
-}
-
-func (c *frozenCollector) add(identity string, toggle *freeze.Toggle) {
-	// The collector is the process's one; registering it cannot fail but
-	// for being registered already.
-	c.once.Do(func() { _ = metrics.Registry.Register(c) })
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.toggles[identity] = toggle
-}
-
-func (c *frozenCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *frozenCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for identity, toggle := range c.toggles {
-		value := 0.0
-		frozen, reason := toggle.Frozen()
-		if frozen {
-			value = 1
-		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, value, identity, reason)
-	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
 )
@@ -40,6 +41,11 @@ type memory struct {
 	// with an Event, so that a bad annotation produces one Event, not one
 	// per cycle.
 	reported map[string]string
+	// standing is where the object stands with its handlers, as the
+	// kind's gauges count it (standing.go); dropped: the memory is
+	// forgotten and no longer counted.
+	standing execution.Standing
+	dropped  bool
 }
 
 // memories holds the memory of every object of one kind.
@@ -49,10 +55,15 @@ type memories struct {
 	byKey map[types.NamespacedName]types.UID
 	// operator is the operator's memo, which objects' memos start from.
 	operator *memo.Memo
+	// retrying and failed count the objects in those standings; closed:
+	// the engine has stopped, and they count nothing any more.
+	retrying, failed gauge
+	closed           bool
 }
 
-func newMemories(operator *memo.Memo) *memories {
-	return &memories{byUID: map[types.UID]*memory{}, byKey: map[types.NamespacedName]types.UID{}, operator: operator}
+func newMemories(operator *memo.Memo, retrying, failed gauge) *memories {
+	return &memories{byUID: map[types.UID]*memory{}, byKey: map[types.NamespacedName]types.UID{}, operator: operator,
+		retrying: retrying, failed: failed}
 }
 
 // notice creates the memory of an object on its first sighting, recording
@@ -76,6 +87,7 @@ func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing
 		return mem
 	}
 	if old, ok := m.byKey[key]; ok && old != uid {
+		m.dropLocked(m.byUID[old])
 		delete(m.byUID, old)
 	}
 	mem := &memory{noticedByListing: listing, memo: m.operator.Copy()}
@@ -91,6 +103,7 @@ func (m *memories) forget(key types.NamespacedName) types.UID {
 	defer m.mu.Unlock()
 	uid, ok := m.byKey[key]
 	if ok {
+		m.dropLocked(m.byUID[uid])
 		delete(m.byUID, uid)
 		delete(m.byKey, key)
 	}

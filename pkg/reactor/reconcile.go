@@ -51,9 +51,11 @@ func (r *reconciler) throttle(c *cycle, now time.Time, result reconcile.Result, 
 
 // reconciler processes the objects of one kind.
 type reconciler struct {
-	kind     *registry.Kind
-	gvk      schema.GroupVersionKind
-	settings Settings
+	kind *registry.Kind
+	gvk  schema.GroupVersionKind
+	// kindLabel is the kind as the metrics name it.
+	kindLabel string
+	settings  Settings
 	// current reads the current run's cache and writes to the API server
 	// (nil while the operator is frozen); writer writes when there is no
 	// run (a daemon's last result during a freeze).

@@ -28,6 +28,7 @@ import (
 	"github.com/kopf-go/kopf/pkg/freeze"
 	"github.com/kopf-go/kopf/pkg/indexing"
 	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/metrics"
 	"github.com/kopf-go/kopf/pkg/peering"
 	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/progress"
@@ -145,7 +146,8 @@ func (s Settings) WithDefaults() Settings {
 
 // Setup adds the engine to the manager: the kinds' controllers (run by
 // the engine itself, so that a freeze can stop their watches), the daemon
-// supervisor, peering, a readiness check and a metric of the frozen state.
+// supervisor, peering, a readiness check, and the metrics of handlers,
+// daemons, objects and the frozen state (on controller-runtime's registry).
 // Problems of the registration are reported here, all at once. It returns
 // the prober of the probe handlers (the one behind the liveness check), so
 // that another endpoint can serve the same probes, with the same memo and
@@ -155,6 +157,9 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		return nil, fmt.Errorf("invalid handler registration: %w", err)
 	}
 	s = s.WithDefaults()
+	if err := metrics.Register(); err != nil {
+		return nil, fmt.Errorf("register the metrics: %w", err)
+	}
 	if s.Client == nil {
 		s.Client = mgr.GetClient()
 	}
@@ -189,6 +194,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		Indices:        s.Indices,
 		BaseContext:    withClient(posting.NewContext(context.Background(), s.Poster), s.Client),
 		Local:          posting.Local,
+		Observer:       daemonMetrics{},
 	})
 	toggle := &freeze.Toggle{}
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
@@ -211,14 +217,17 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 				return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 			}
 		}
+		label := metrics.Kind(gvk)
+		retrying, failed := metrics.Objects(label)
 		eng.kinds = append(eng.kinds, &reconciler{
-			kind:     kind,
-			gvk:      gvk,
-			settings: s,
-			writer:   writer,
-			memories: newMemories(s.Memo),
-			sup:      sup,
-			events:   make(chan event.GenericEvent, enqueueBuffer),
+			kind:      kind,
+			gvk:       gvk,
+			kindLabel: label,
+			settings:  s,
+			writer:    writer,
+			memories:  newMemories(s.Memo, retrying, failed),
+			sup:       sup,
+			events:    make(chan event.GenericEvent, enqueueBuffer),
 			daemonLog: mgr.GetLogger().WithValues("controller", controllerName(gvk),
 				"controllerGroup", gvk.Group, "controllerKind", gvk.Kind),
 			statusSubresource: func(ctx context.Context) (bool, error) {
@@ -232,7 +241,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers} {
+	release := &metricsRelease{kinds: eng.kinds, identity: peers.Identity(), toggle: toggle}
+	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers, release} {
 		if err := mgr.Add(r); err != nil {
 			return nil, fmt.Errorf("add the engine to the manager: %w", err)
 		}
