@@ -1,7 +1,8 @@
 // Package plugin tests the kubebuilder plugin (cmd/kubebuilder-kopf) end
 // to end: the real kubebuilder, built from the Go module proxy, scaffolds
 // a project with go/v4 and the plugin chained, and the project's own
-// kopf-go tests then run against a control plane.
+// `make test` then runs its tests, go/v4's and kopf-go's, against a
+// control plane built from source.
 package plugin
 
 import (
@@ -29,21 +30,19 @@ func TestKubebuilderProject(t *testing.T) {
 	cache := cacheDir(t)
 	kubebuilder := buildKubebuilder(t, cache)
 	plugins := installPlugin(t, root)
-	assets, err := testenv.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	dir := filepath.Join(t.TempDir(), "demo")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(),
+	// The project finds its control plane itself (through the script that
+	// init writes), as on a user's machine: KUBEBUILDER_ASSETS is not
+	// passed on.
+	env := append(without(os.Environ(), "KUBEBUILDER_ASSETS"),
 		"EXTERNAL_PLUGINS_PATH="+plugins,
 		// The project's tools (controller-gen) are kept across runs.
 		"LOCALBIN="+filepath.Join(cache, "bin"),
 		"GOWORK=off",
-		"KUBEBUILDER_ASSETS="+assets,
 	)
 	run := func(what string, name string, args ...string) string {
 		t.Helper()
@@ -80,10 +79,48 @@ func TestKubebuilderProject(t *testing.T) {
 		t.Errorf("the Widget CRD drops the handlers' results from status:\n%s", crd)
 	}
 	run("go build", "go", "build", "./...")
-	out := run("go test ./internal/kopf/...", "go", "test", "./internal/kopf/...", "-count=1", "-v")
-	if !strings.Contains(out, "--- PASS: TestWidgetHandlers") {
-		t.Errorf("the project's test did not pass:\n%s", out)
+
+	// edit repeats init's work; in a project that has kopf-go, it leaves
+	// the files that go/v4 wrote and init edited as they are.
+	before := map[string]string{}
+	for _, file := range []string{"Makefile", "go.mod", "cmd/main.go"} {
+		before[file] = readFile(t, dir, file)
 	}
+	run("kubebuilder edit", kubebuilder, "edit", "--plugins", pluginKey)
+	for file, content := range before {
+		if readFile(t, dir, file) != content {
+			t.Errorf("kubebuilder edit changed %s:\n%s", file, readFile(t, dir, file))
+		}
+	}
+
+	// go/v4's own `make test`, as a user and their CI run it: the
+	// controller's ginkgo suite and the kopf-go tests, against the control
+	// plane that the script builds through the module proxy alone.
+	// GOFLAGS=-v has go test name the tests that passed.
+	out := runIn(t, dir, append(env, "GOFLAGS=-v"), "make test", "make", "test")
+	for _, want := range []string{
+		"bash hack/envtest-binaries.sh",
+		"--- PASS: TestControllers", "ok  \texample.com/demo/internal/controller",
+		"--- PASS: TestWidgetHandlers", "ok  \texample.com/demo/internal/kopf",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make test's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "setup-envtest") {
+		t.Errorf("make test installs or runs setup-envtest, which needs more than the module proxy:\n%s", out)
+	}
+}
+
+// without returns env less the variable key.
+func without(env []string, key string) []string {
+	var kept []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
 }
 
 // cacheDir keeps kubebuilder and the project's tools across runs.

@@ -75,21 +75,6 @@ func wireMain(main, repo, setup string) (string, bool, error) {
 	return main, true, nil
 }
 
-// makefileSection is where the kopf-go targets go: before go/v4's Build
-// section, so that `make help` lists them with the development targets.
-const makefileSection = "##@ Build"
-
-// addMakeTarget adds the kopf-go section to the Makefile.
-func addMakeTarget(makefile, section string) (string, bool) {
-	if strings.Contains(makefile, "\nkopf-test:") {
-		return makefile, false
-	}
-	if strings.Contains(makefile, "\n"+makefileSection+"\n") {
-		return insertBefore(makefile, makefileSection, section), true
-	}
-	return ensureNewline(makefile) + "\n" + section, true
-}
-
 // preserveMarker keeps the fields of status that the CRD's schema does
 // not list: kopf-go writes each handler's result to status.<handler id>,
 // which the API server would otherwise drop.

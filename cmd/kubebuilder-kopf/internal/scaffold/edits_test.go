@@ -82,21 +82,6 @@ func TestWireMain(t *testing.T) {
 	}
 }
 
-func TestAddMakeTarget(t *testing.T) {
-	const section = "##@ kopf-go\n\nkopf-test:\n\ttrue\n\n"
-	got, changed := addMakeTarget(goV4Makefile, section)
-	if !changed || !strings.Contains(got, "\tgo test ./...\n\n##@ kopf-go\n\nkopf-test:\n\ttrue\n\n##@ Build\n") {
-		t.Errorf("addMakeTarget() changed=%v:\n%s", changed, got)
-	}
-	if again, changed := addMakeTarget(got, section); changed || again != got {
-		t.Errorf("addMakeTarget() of a Makefile with the target changed it")
-	}
-	got, _ = addMakeTarget("all:\n\ttrue", section)
-	if diff := cmp.Diff("all:\n\ttrue\n\n"+section, got); diff != "" {
-		t.Errorf("addMakeTarget() without a Build section -want +got:\n%s", diff)
-	}
-}
-
 func TestKeepStatusFields(t *testing.T) {
 	got, changed, kept := keepStatusFields(goV4Types, "Widget")
 	if !changed || !kept {

@@ -34,15 +34,29 @@ func main() {
 }
 `
 
+// goV4Makefile has the parts of go/v4's Makefile that the plugin edits
+// or must leave alone: the test target, which gets its control plane from
+// setup-envtest, test-e2e, the Build section, and setup-envtest's target.
 const goV4Makefile = `##@ Development
 
-test: ## Run tests.
-	go test ./...
+.PHONY: test
+test: manifests generate fmt vet setup-envtest ## Run tests.
+	KUBEBUILDER_ASSETS="$(shell "$(ENVTEST)" use $(ENVTEST_K8S_VERSION) --bin-dir "$(LOCALBIN)" -p path)" go test $$(go list ./... | grep -v /e2e) -coverprofile cover.out
+
+.PHONY: test-e2e
+test-e2e: manifests ## Run the e2e tests.
+	go test -tags=e2e ./test/e2e/
 
 ##@ Build
 
 build: ## Build manager binary.
 	go build -o bin/manager cmd/main.go
+
+##@ Dependencies
+
+.PHONY: setup-envtest
+setup-envtest: envtest ## Download the envtest binaries.
+	@"$(ENVTEST)" use $(ENVTEST_K8S_VERSION) --bin-dir "$(LOCALBIN)" -p path
 `
 
 const goV4Types = `package v1

@@ -1,6 +1,7 @@
 package scaffold
 
 import (
+	"errors"
 	"fmt"
 	"path"
 
@@ -55,9 +56,10 @@ const (
 
 // Init adds kopf-go to a project that go/v4 scaffolded: the requirement
 // in go.mod, the Setup call in cmd/main.go, internal/kopf's shared files,
-// the envtest recipe and its Makefile target, and the peering CRDs. The
-// user's files (internal/kopf's) are written only when absent; kopf-go's
-// own (the script, the CRDs) are brought up to date.
+// the envtest recipe (with a Makefile target of its own, and go/v4's
+// `make test` running against it), and the peering CRDs. The user's files
+// (internal/kopf's) are written only when absent; kopf-go's own (the
+// script, the CRDs) are brought up to date.
 func Init(in Input, o InitOptions) (Result, error) {
 	var r Result
 	u := in.Universe
@@ -113,7 +115,15 @@ func Init(in Input, o InitOptions) (Result, error) {
 		if err != nil {
 			return r, err
 		}
-		if makefile, changed := addMakeTarget(makefile, section); changed {
+		makefile, added := addMakeTarget(makefile, section)
+		makefile, offline, err := runTestsOffline(makefile)
+		switch {
+		case errors.Is(err, errNoTestTarget):
+			r.note("the Makefile has no test target; `make kopf-test` runs the kopf-go tests")
+		case err != nil:
+			return r, err
+		}
+		if added || offline {
 			r.write("Makefile", makefile)
 		}
 	} else {

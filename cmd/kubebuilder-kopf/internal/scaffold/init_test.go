@@ -28,7 +28,8 @@ func TestInit(t *testing.T) {
 	mustContain(t, "go.mod", r.Files["go.mod"], "\nrequire github.com/kopf-go/kopf v0.2.0\n", "\nreplace github.com/kopf-go/kopf => ../kopf-go\n")
 	mustParse(t, "main.go", r.Files["cmd/main.go"])
 	mustContain(t, "main.go", r.Files["cmd/main.go"], `"example.com/demo/internal/kopf"`, "if err := kopf.Setup(mgr); err != nil {")
-	mustContain(t, "Makefile", r.Files["Makefile"], "kopf-test: manifests generate fmt vet ##", `bash hack/envtest-binaries.sh`, "go test ./internal/kopf/...")
+	mustContain(t, "Makefile", r.Files["Makefile"], "kopf-test: manifests generate fmt vet ##", `bash hack/envtest-binaries.sh`, "go test ./internal/kopf/...",
+		"test: manifests generate fmt vet ## Run tests.\n\tassets=\"$$(bash hack/envtest-binaries.sh)\" && KUBEBUILDER_ASSETS=\"$$assets\" go test $$(go list ./... | grep -v /e2e)")
 	for file, tmpl := range map[string][]string{
 		"internal/kopf/setup.go":      {"package kopf", "func NewRegistry() *handlers.Registry {", "func Setup(mgr ctrl.Manager, namespaces ...string) error {", "+kubebuilder:rbac:groups=kopf.dev"},
 		"internal/kopf/suite_test.go": {"var env *kopftest.Env", "func TestMain(m *testing.M) {", `filepath.Join("..", "..", "config", "crd", "bases")`},
@@ -96,5 +97,26 @@ func TestInitRefusals(t *testing.T) {
 	}
 	if _, err := Init(Input{Universe: goV4Project(), Project: project()}, InitOptions{KopfVersion: "v0.1.0", KopfReplace: "kopf"}); err == nil {
 		t.Error("Init() with a bad --kopf-replace: want an error")
+	}
+	u := goV4Project()
+	u["Makefile"] = strings.Replace(u["Makefile"], "KUBEBUILDER_ASSETS=", "ASSETS=", 1)
+	if _, err := Init(Input{Universe: u, Project: project()}, InitOptions{KopfVersion: "v0.1.0"}); err == nil ||
+		!strings.Contains(err.Error(), "the Makefile's test target does not set KUBEBUILDER_ASSETS from setup-envtest") {
+		t.Errorf("Init() with a test target of another shape: error = %v", err)
+	}
+}
+
+// TestInitWithoutTestTarget: a Makefile without `make test` has nothing
+// that needs setup-envtest; init adds kopf-test and says so.
+func TestInitWithoutTestTarget(t *testing.T) {
+	u := goV4Project()
+	u["Makefile"] = "##@ Build\n\nbuild:\n\tgo build ./...\n"
+	r, err := Init(Input{Universe: u, Project: project()}, InitOptions{KopfVersion: "v0.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "Makefile", r.Files["Makefile"], "\nkopf-test: ", "\nbuild:\n")
+	if !slices.Contains(r.Notes, "the Makefile has no test target; `make kopf-test` runs the kopf-go tests") {
+		t.Errorf("Init() notes: %q", r.Notes)
 	}
 }
