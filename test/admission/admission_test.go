@@ -106,7 +106,7 @@ func registry(seen *dryRuns) *handlers.Registry {
 // startOperator runs the registry's webhooks in a manager of their own,
 // on envtest's local serving port, with managed configurations pointing
 // there; the returned function stops it.
-func startOperator(t *testing.T, reg *handlers.Registry) func() {
+func startOperator(t *testing.T, reg *handlers.Registry, metricsAt string) func() {
 	t.Helper()
 	opts := env.WebhookInstallOptions
 	log := logr.Discard()
@@ -115,7 +115,7 @@ func startOperator(t *testing.T, reg *handlers.Registry) func() {
 	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Logger:  log,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Metrics: metricsserver.Options{BindAddress: metricsAt},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
 		}),
@@ -192,7 +192,8 @@ func TestAdmission(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	seen := &dryRuns{m: map[string]bool{}}
-	stop := startOperator(t, registry(seen))
+	metricsAt := freeAddress(t)
+	stop := startOperator(t, registry(seen), metricsAt)
 
 	warned := &warnings{}
 	wcfg := *cfg
@@ -311,6 +312,8 @@ func TestAdmission(t *testing.T) {
 			t.Errorf("Create() = %v, want no webhook for objects without the label", err)
 		}
 	})
+
+	t.Run("the calls are counted", func(t *testing.T) { checkWebhookMetrics(t, metricsAt) })
 
 	t.Run("the managed configurations", func(t *testing.T) {
 		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}

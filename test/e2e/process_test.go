@@ -26,11 +26,11 @@ type operator struct {
 }
 
 // startExample runs the example's binary against the package's control
-// plane, serving only the given namespace.
-func startExample(t *testing.T, name, namespace string) *operator {
+// plane, serving only the given namespace, with more flags if given.
+func startExample(t *testing.T, name, namespace string, flags ...string) *operator {
 	t.Helper()
 	p, err := testenv.StartProcess(filepath.Join(binDir, name),
-		[]string{"--standalone", "--verbose", "--namespace=" + namespace},
+		append([]string{"--standalone", "--verbose", "--namespace=" + namespace}, flags...),
 		[]string{"KUBECONFIG=" + kubeconfig})
 	if err != nil {
 		t.Fatal(err)

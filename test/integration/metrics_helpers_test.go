@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// kexKind is the kind label of KopfExample objects.
+const kexKind = "KopfExample.kopf.dev"
+
+// servingMetrics is a manager tweak that serves the metrics at a free
+// local address, which it returns.
+func servingMetrics(t *testing.T) (func(*manager.Options), string) {
+	at := freeAddress(t)
+	return func(o *manager.Options) { o.Metrics.BindAddress = at }, at
+}
+
+// samples are the values a metrics endpoint serves, by series as exposed:
+// name{label="value",...}, the labels sorted by name (as the Prometheus
+// client writes them).
+type samples map[string]float64
+
+// scrape reads the metrics endpoint's samples.
+func scrape(t *testing.T, at string) samples {
+	t.Helper()
+	code, body := httpGet(t, "http://"+at+"/metrics")
+	if code != 200 {
+		t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	out := samples{}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cut := strings.LastIndexByte(line, ' ')
+		value, err := strconv.ParseFloat(line[cut+1:], 64)
+		if err != nil {
+			t.Fatalf("the sample %q: %v", line, err)
+		}
+		out[line[:cut]] = value
+	}
+	return out
+}
+
+// series names a series: the metric and its labels as pairs of name and
+// value, in any order.
+func series(name string, labels ...string) string {
+	var pairs []string
+	for i := 0; i+1 < len(labels); i += 2 {
+		pairs = append(pairs, fmt.Sprintf("%s=%q", labels[i], labels[i+1]))
+	}
+	sort.Strings(pairs)
+	return name + "{" + strings.Join(pairs, ",") + "}"
+}
+
+// invocations is the series of a KopfExample handler's outcome.
+func invocations(handler, cause, outcome string) string {
+	return series("kopf_handler_invocations_total", "kind", kexKind, "handler", handler, "cause", cause, "outcome", outcome)
+}
+
+// waitForSamples scrapes until every series has its value (absent series
+// count as zero), failing with the differences after 30 s.
+func waitForSamples(t *testing.T, at, what string, want map[string]float64) samples {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := scrape(t, at)
+		var wrong []string
+		for s, v := range want {
+			if got[s] != v {
+				wrong = append(wrong, fmt.Sprintf("%s = %v, want %v", s, got[s], v))
+			}
+		}
+		if len(wrong) == 0 {
+			return got
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(wrong)
+			t.Fatalf("timed out waiting for %s:\n%s", what, strings.Join(wrong, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
