@@ -22,6 +22,7 @@ import (
 	"github.com/kopf-go/kopf/pkg/causes"
 	"github.com/kopf-go/kopf/pkg/daemons"
 	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/execution"
 	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/pkg/posting"
 	"github.com/kopf-go/kopf/pkg/registry"
@@ -243,6 +244,10 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 	// An object that no change handler could care about is left alone: no
 	// state, no finalizer, no log lines ("stealth mode").
 	visible := r.kind.Prematch(subject)
+	if !visible && c.mem.standing != (execution.Standing{}) {
+		// No handler of it can retry or fail any more.
+		r.memories.stand(c.mem, execution.Standing{})
+	}
 	required := visible && r.kind.RequiresFinalizer(subject) || r.daemonsRequireFinalizer(c)
 	switch {
 	case required && !finalized && !deleting:

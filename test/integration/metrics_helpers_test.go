@@ -26,10 +26,16 @@ func servingMetrics(t *testing.T) (func(*manager.Options), string) {
 // client writes them).
 type samples map[string]float64
 
-// scrape reads the metrics endpoint's samples.
+// scrape reads the metrics endpoint's samples, waiting for the endpoint
+// to listen: the manager starts its metrics server in the background.
 func scrape(t *testing.T, at string) samples {
 	t.Helper()
-	code, body := httpGet(t, "http://"+at+"/metrics")
+	deadline := time.Now().Add(30 * time.Second)
+	code, body := httpGetMaybe("http://" + at + "/metrics")
+	for code == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		code, body = httpGetMaybe("http://" + at + "/metrics")
+	}
 	if code != 200 {
 		t.Fatalf("GET /metrics: %d %s", code, body)
 	}

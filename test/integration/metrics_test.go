@@ -45,6 +45,9 @@ func TestMetricsHandlerOutcomes(t *testing.T) {
 		}
 		return nil, nil
 	}, forCase("flaky"))
+	handlers.OnCreate(kind, "m-stuck", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+		return nil, handlers.NewTemporaryError("not ever", 500*time.Millisecond)
+	}, forCase("stuck"))
 	handlers.OnCreate(kind, "m-permanent", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
 		return nil, handlers.NewPermanentError("never")
 	}, forCase("permanent"))
@@ -64,7 +67,7 @@ func TestMetricsHandlerOutcomes(t *testing.T) {
 	retrying := series("kopf_objects_retrying", "kind", kexKind)
 	failed := series("kopf_objects_failed", "kind", kexKind)
 	base := scrape(t, at)
-	for _, name := range []string{"ok", "flaky", "permanent", "limits"} {
+	for _, name := range []string{"ok", "flaky", "stuck", "permanent", "limits"} {
 		create(t, labelled(t, ns, name))
 	}
 	got := waitForSamples(t, at, "the handlers' outcomes", map[string]float64{
@@ -74,7 +77,7 @@ func TestMetricsHandlerOutcomes(t *testing.T) {
 		invocations("m-retries", "create", "retries_exceeded"):  1,
 		invocations("m-timeout", "create", "timeout"):           1,
 		invocations("m-ignored", "create", "ignored_error"):     1,
-		retrying: base[retrying] + 1, // flaky
+		retrying: base[retrying] + 2, // flaky, stuck
 		failed:   base[failed] + 2,   // permanent, limits
 	})
 	if got[invocations("m-flaky", "create", "temporary_error")] < 1 {
@@ -88,9 +91,11 @@ func TestMetricsHandlerOutcomes(t *testing.T) {
 	flaky.Store(false)
 	waitForSamples(t, at, "the flaky handler's recovery", map[string]float64{
 		invocations("m-flaky", "create", "success"): 1,
-		retrying: base[retrying],
+		retrying: base[retrying] + 1,
 		failed:   base[failed] + 2,
 	})
+	mergePatch(t, ns, "stuck", `{"metadata":{"labels":{"case":"none"}}}`, false)
+	waitForSamples(t, at, "the stuck object no longer matches its handler", map[string]float64{retrying: base[retrying]})
 	mergePatch(t, ns, "permanent", `{"spec":{"field":"changed"}}`, false)
 	waitForSamples(t, at, "the failed object is handled by a later cause", map[string]float64{
 		invocations("m-update", "update", "success"): 1,
