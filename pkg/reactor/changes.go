@@ -66,10 +66,12 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 			}
 		}
 		done = state.Done()
-		// While daemons still keep a deleted object, the deletion handlers'
-		// records stay: the cycle after the daemons exit must find them
-		// done, not run them again on a purged state.
-		keep := subject.Deleting && len(c.blocking) > 0
+		// A deleted object's records stay until it goes (they go with it):
+		// the cycle that removes the finalizer may not be the last one
+		// (daemons still keep the object, or the finalizer's removal
+		// conflicts with another write), and the next cycle must find the
+		// deletion handlers done, not run them again on a purged state.
+		keep := subject.Deleting
 		if done {
 			if ran {
 				n := state.Counts()

@@ -1,6 +1,12 @@
 package reactor
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 func TestVersionReached(t *testing.T) {
 	tests := []struct {
@@ -36,6 +42,50 @@ func TestVersionReached(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := versionReached(tt.cached, tt.expected); got != tt.want {
 				t.Errorf("versionReached(%q, %q) = %v, want %v", tt.cached, tt.expected, got, tt.want)
+			}
+		})
+	}
+}
+
+// A daemon's or timer's write counts for the consistency wait as a
+// cycle's own does: the next cycle waits for the cache to show the newer
+// of the two.
+func TestConsistencyWaitTakesDaemonWrites(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const timeout = 5 * time.Second
+	tests := []struct {
+		name         string
+		cached       string
+		expected     string // the cycles' last write
+		daemonWrote  string // "" for none
+		wantWait     time.Duration
+		wantExpected string
+	}{
+		{"no writes", "10", "", "", 0, ""},
+		{"the cache shows the daemon's write", "12", "", "12", 0, ""},
+		{"the cache is behind the daemon's write", "11", "", "12", timeout, "12"},
+		{"the daemon wrote after the cycle", "11", "11", "12", timeout, "12"},
+		{"the cycle wrote after the daemon", "11", "13", "12", 2 * time.Second, "13"},
+		{"the cache is behind the cycle's write, no daemon", "11", "13", "", 2 * time.Second, "13"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &reconciler{settings: Settings{ConsistencyTimeout: timeout}}
+			obj := &unstructured.Unstructured{}
+			obj.SetResourceVersion(tt.cached)
+			mem := &memory{expectedVersion: tt.expected, consistencyDeadline: now.Add(2 * time.Second)}
+			if tt.daemonWrote != "" {
+				mem.daemonWrote.Store(&tt.daemonWrote)
+			}
+			c := &cycle{obj: obj, mem: mem, local: logr.Discard()}
+			if got := r.consistencyWait(c, now); got != tt.wantWait {
+				t.Errorf("wait = %s, want %s", got, tt.wantWait)
+			}
+			if mem.expectedVersion != tt.wantExpected {
+				t.Errorf("expected version = %q, want %q", mem.expectedVersion, tt.wantExpected)
+			}
+			if mem.daemonWrote.Load() != nil {
+				t.Error("the daemon's write was not taken")
 			}
 		})
 	}

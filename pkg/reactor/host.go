@@ -57,9 +57,13 @@ func (r *reconciler) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch)
 		if part.body == nil {
 			continue
 		}
-		if err := r.send(ctx, obj, part.body, part.status); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.send(ctx, obj, part.body, part.status); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
 			return err
 		}
+		r.memories.daemonWrote(ref.UID, obj.GetResourceVersion())
 	}
 	return nil
 }

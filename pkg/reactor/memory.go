@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,10 @@ type memory struct {
 	// until the cache has it, change handlers wait (up to a deadline).
 	expectedVersion     string
 	consistencyDeadline time.Time
+	// daemonWrote is the resourceVersion of the latest write of the
+	// object's daemons and timers, which write from their own goroutines;
+	// the next cycle takes it as its expected version.
+	daemonWrote atomic.Pointer[string]
 	// unwritten is a cycle's patch that the API server did not accept (an
 	// API error); it is written before anything else happens, so that
 	// handler outcomes are not lost and handlers do not run twice.
@@ -108,6 +113,18 @@ func (m *memories) forget(key types.NamespacedName) types.UID {
 		delete(m.byKey, key)
 	}
 	return uid
+}
+
+// daemonWrote records a write of a daemon or timer of the object with
+// this uid, if it is remembered: the next cycle waits for the cache to
+// show it, as for the cycles' own writes.
+func (m *memories) daemonWrote(uid types.UID, version string) {
+	m.mu.Lock()
+	mem := m.byUID[uid]
+	m.mu.Unlock()
+	if mem != nil && version != "" {
+		mem.daemonWrote.Store(&version)
+	}
 }
 
 // size is the number of remembered objects.

@@ -177,8 +177,13 @@ func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (recon
 }
 
 // consistencyWait returns how long to wait for the cache to catch up with
-// this process's last write, zero when it has (or the wait is over).
+// this process's last write (a cycle's, or a daemon's or timer's), zero
+// when it has (or the wait is over).
 func (r *reconciler) consistencyWait(c *cycle, now time.Time) time.Duration {
+	if v := c.mem.daemonWrote.Swap(nil); v != nil && (c.mem.expectedVersion == "" || versionReached(*v, c.mem.expectedVersion)) {
+		c.mem.expectedVersion = *v
+		c.mem.consistencyDeadline = now.Add(r.settings.ConsistencyTimeout)
+	}
 	if c.mem.expectedVersion == "" || r.settings.ConsistencyTimeout < 0 {
 		return 0
 	}
