@@ -8,12 +8,14 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -171,6 +173,10 @@ func (e *engine) run(ctx context.Context) error {
 		for _, ctrl := range ctrls {
 			start(ctrl.Start)
 		}
+		start(func(ctx context.Context) error {
+			e.recallGone(ctx, c)
+			return nil
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -239,6 +245,34 @@ func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller
 		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.gvk.Kind, err)
 	}
 	return ctrl, nil
+}
+
+// recallGone asks for a reconcile of every remembered object that the
+// run's fresh cache does not have. Objects deleted while the operator was
+// frozen bring no event of their own; their reconcile (not found) forgets
+// them, their daemons, and their place in the metrics.
+func (e *engine) recallGone(ctx context.Context, c cache.Cache) {
+	if !c.WaitForCacheSync(ctx) {
+		return
+	}
+	for _, r := range e.kinds {
+		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
+			continue // no controller, no memories
+		}
+		for _, key := range r.memories.keys() {
+			obj := r.newObject()
+			if err := c.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+				continue
+			}
+			obj.SetNamespace(key.Namespace)
+			obj.SetName(key.Name)
+			select {
+			case r.events <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 func collect(errs <-chan error) []error {

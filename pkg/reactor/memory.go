@@ -127,6 +127,17 @@ func (m *memories) daemonWrote(uid types.UID, version string) {
 	}
 }
 
+// keys are the names of the remembered objects.
+func (m *memories) keys() []types.NamespacedName {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(m.byKey))
+	for key := range m.byKey {
+		out = append(out, key)
+	}
+	return out
+}
+
 // size is the number of remembered objects.
 func (m *memories) size() int {
 	m.mu.Lock()

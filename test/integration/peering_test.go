@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +149,46 @@ func grep(text, substring string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// An object deleted while the operator is frozen brings no event (no watch
+// is open then), and the fresh listing after the freeze does not have it:
+// the operator still learns that it is gone, and forgets it.
+func TestObjectDeletedWhileFrozenIsForgotten(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	createPeering(t, ns, "default")
+	reg, kind := kex()
+	var seen calls
+	handlers.OnCreate(kind, "create_fn", seen.record) // no finalizer: nothing blocks the deletion
+	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator"})
+
+	create(t, named(t, ns, "doomed"))
+	create(t, named(t, ns, "survivor"))
+	eventually(t, "both objects are handled", func() bool {
+		return isHandled(t, ns, "doomed") && isHandled(t, ns, "survivor")
+	})
+	setPeer(t, ns, "default", "python-operator", kopfRecord(100, 60))
+	eventually(t, "the operator freezes", func() bool {
+		return len(op.Logs.Messages("Pausing operations in favour of [<Peer python-operator")) == 1
+	})
+	if err := env.Client.Delete(context.Background(), named(t, ns, "doomed")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the object is gone", func() bool { return gone(t, ns, "doomed") })
+	forgotten := func(name string) bool {
+		return slices.Contains(op.Logs.About(name), "Deleted, really deleted, and we are notified.")
+	}
+	if forgotten("doomed") {
+		t.Fatal("the frozen operator noticed a deletion")
+	}
+
+	setPeer(t, ns, "default", "python-operator", nil)
+	eventually(t, "the resumed operator learns that the object is gone", func() bool { return forgotten("doomed") })
+	if forgotten("survivor") {
+		t.Error("the operator took an object that still exists for gone")
+	}
+	if n := len(seen.of("create_fn")); n != 2 {
+		t.Errorf("create_fn ran %d times, want 2 (once per object)", n)
+	}
 }
