@@ -200,7 +200,12 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
 		log: mgr.GetLogger().WithName("engine"),
 		cacheOf: func() (cache.Cache, error) {
-			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper}
+			// The cache keeps objects without their managedFields: the
+			// engine and its handlers do not read them, and they are the
+			// bulk of a cached object, unstructured ones above all (their
+			// fieldsV1 become nested maps).
+			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
+				DefaultTransform: cache.TransformStripManagedFields()}
 			if len(s.Namespaces) > 0 {
 				opts.DefaultNamespaces = map[string]cache.Config{}
 				for _, ns := range s.Namespaces {
