@@ -25,6 +25,9 @@ type operatorProcess struct {
 	proc    *testenv.Process
 	stats   string // the URL of its /stats
 	log     string // the path of its log
+	// pid is set for an external operator, which serves no stats: they
+	// are read from /proc.
+	pid int
 }
 
 // profiles, if set, is a directory where every operator run leaves its
@@ -102,6 +105,13 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 // read fetches the stats; query is added to the URL (e.g. "gc=1").
 func (op *operatorProcess) read(tb testing.TB, query string) stats.Stats {
 	tb.Helper()
+	if op.pid != 0 {
+		s, err := procStats(op.pid)
+		if err != nil {
+			tb.Fatalf("read the %s operator's stats: %v", *externalName, err)
+		}
+		return s
+	}
 	url := op.stats
 	if query != "" {
 		url += "?" + query

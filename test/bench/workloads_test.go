@@ -17,18 +17,29 @@ import (
 
 // The variants of a workload: kopf-go's engine for the typed kind in a
 // manager, kopf-go as the README's quick start (ForKind, unstructured,
-// the standalone runner), the hand-written baseline reconciler, and the
-// ceiling, a plain client that makes the same writes with no watching at
-// all.
+// the standalone runner), the hand-written baseline reconciler for typed
+// and for unstructured objects, and the ceiling, a plain client that
+// makes the same writes with no watching at all.
 const (
-	variantKopf     = "kopf"
-	variantForKind  = "forkind"
-	variantBaseline = "baseline"
-	variantCeiling  = "ceiling"
+	variantKopf                 = "kopf"
+	variantForKind              = "forkind"
+	variantBaseline             = "baseline"
+	variantBaselineUnstructured = "baseline-unstructured"
+	variantCeiling              = "ceiling"
 )
 
 // operators are the variants that run an operator process.
-var operators = []string{variantKopf, variantForKind, variantBaseline}
+var operators = []string{variantKopf, variantForKind, variantBaseline, variantBaselineUnstructured}
+
+// counterpart is the hand-written baseline that a kopf-go variant is held
+// against: the typed one for typed objects, the unstructured one for the
+// quick start's.
+func counterpart(variant string) string {
+	if variant == variantForKind {
+		return variantBaselineUnstructured
+	}
+	return variantBaseline
+}
 
 // isKopf tells kopf-go's variants.
 func isKopf(variant string) bool { return variant == variantKopf || variant == variantForKind }
@@ -40,7 +51,7 @@ const phaseTimeout = 10 * time.Minute
 // lastHandledKey is the annotation in which a variant records the last
 // handled spec.
 func lastHandledKey(variant string) string {
-	if isKopf(variant) {
+	if isKopf(variant) || variant == variantExternal {
 		return kex.KopfLastHandled
 	}
 	return kex.LastHandled
@@ -142,12 +153,19 @@ func lifecycle(tb testing.TB, variant string, n int) lifecycleFigures {
 	tb.Helper()
 	ns := fixtures.env.Namespace(tb)
 	driver := newClient(tb, nil)
+	var op *operatorProcess
+	if variant == variantExternal {
+		// Its sentinel object is gone before the observer starts.
+		op = startExternal(tb, ns)
+	}
 	obs := observe(tb, ns, lastHandledKey(variant))
 	var f lifecycleFigures
 	if variant == variantCeiling {
 		f = ceilingLifecycle(tb, driver, obs, ns, n)
 	} else {
-		op := startOperator(tb, variant, ns)
+		if op == nil {
+			op = startOperator(tb, variant, ns)
+		}
 		before := op.read(tb, "")
 		f = operatorLifecycle(tb, driver, obs, ns, n)
 		op.settle(tb)
@@ -303,7 +321,12 @@ func memory(tb testing.TB, variant string, n int, daemons bool) memoryFigures {
 	if daemons {
 		extra = append(extra, "--daemons")
 	}
-	op := startOperator(tb, variant, ns, extra...)
+	var op *operatorProcess
+	if variant == variantExternal {
+		op = startExternal(tb, ns)
+	} else {
+		op = startOperator(tb, variant, ns, extra...)
+	}
 	createAll(tb, driver, ns, n, bulkWorkers)
 	obs.await(tb, "all are handled", phaseTimeout, handledAll(n, 0))
 	if daemons {

@@ -46,6 +46,9 @@ func StartProcess(path string, args, env []string) (*Process, error) {
 	return p, nil
 }
 
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Output returns what the process has written to stdout and stderr so far.
 func (p *Process) Output() string { return p.out.String() }
 

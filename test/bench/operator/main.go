@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -54,7 +55,7 @@ type config struct {
 
 func run() error {
 	var c config
-	flag.StringVar(&c.variant, "variant", "kopf", "kopf (kopf-go's engine, typed, in a manager), forkind (the README's quick start: ForKind, unstructured, the standalone runner) or baseline (the hand-written reconciler)")
+	flag.StringVar(&c.variant, "variant", "kopf", "kopf (kopf-go's engine, typed, in a manager), forkind (the README's quick start: ForKind, unstructured, the standalone runner), baseline (the hand-written reconciler) or baseline-unstructured (the same for unstructured objects)")
 	flag.StringVar(&c.namespace, "namespace", "default", "the namespace to serve")
 	flag.IntVar(&c.workers, "workers", 16, "objects handled at once (MaxConcurrentReconciles)")
 	flag.BoolVar(&c.daemons, "daemons", false, "kopf only: a daemon for every object")
@@ -132,6 +133,9 @@ func run() error {
 		Logger:  logger,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}},
+		// Unstructured reads come from the cache too (controller-runtime
+		// sends them to the API server by default).
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
@@ -139,11 +143,15 @@ func run() error {
 	switch c.variant {
 	case "kopf":
 		err = setupKopf(mgr, c, rec)
-	case "baseline":
+	case "baseline", "baseline-unstructured":
 		if c.daemons {
 			return errors.New("--daemons is for the kopf variant only")
 		}
-		err = setupBaseline(mgr, c, rec)
+		if c.variant == "baseline" {
+			err = setupBaseline(mgr, c, rec)
+		} else {
+			err = setupBaselineUnstructured(mgr, c, rec)
+		}
 	default:
 		err = fmt.Errorf("unknown variant %q", c.variant)
 	}
