@@ -249,8 +249,9 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 	// An object that no change handler could care about is left alone: no
 	// state, no finalizer, no log lines ("stealth mode").
 	visible := r.kind.Prematch(subject)
-	if !visible && c.mem.standing != (execution.Standing{}) {
-		// No handler of it can retry or fail any more.
+	if !visible {
+		// No handler of it can retry or fail any more. (The standing is
+		// read under the memories' lock: a stopping engine reads it too.)
 		r.memories.stand(c.mem, execution.Standing{})
 	}
 	required := visible && r.kind.RequiresFinalizer(subject) || r.daemonsRequireFinalizer(c)
