@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 const managed = "auto.kopf.dev"
@@ -192,7 +193,7 @@ func TestAdmission(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	seen := &dryRuns{m: map[string]bool{}}
-	metricsAt := freeAddress(t)
+	metricsAt := testenv.FreeAddress(t)
 	stop := startOperator(t, registry(seen), metricsAt)
 
 	warned := &warnings{}

@@ -3,24 +3,12 @@ package admission
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-// freeAddress returns a local address with a free port.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // checkWebhookMetrics checks, after TestAdmission's requests, that the
 // manager's metrics endpoint counts the handlers' calls by outcome: the

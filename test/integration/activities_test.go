@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 // Kopf's acceptance item 24: startup handlers run (and are retried) before
@@ -47,7 +48,7 @@ func TestStartupAndCleanup(t *testing.T) {
 	})
 	create(t, exampleObject(t, ns))
 	w := &watches{resource: "kopfexamples"}
-	probes := freeAddress(t)
+	probes := testenv.FreeAddress(t)
 	ready := make(chan struct{})
 	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Memo: memo, Ready: ready}, func(o *manager.Options) { o.HealthProbeBindAddress = probes })
 	op.Start(t)
@@ -142,7 +143,7 @@ func TestLoginAndProbes(t *testing.T) {
 	handlers.OnProbe(reg, "broken", func(ctx context.Context, a *handlers.Activity) (any, error) {
 		return nil, errors.New("the probe cannot tell")
 	})
-	liveness := freeAddress(t)
+	liveness := testenv.FreeAddress(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

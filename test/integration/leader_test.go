@@ -32,7 +32,7 @@ func TestLeaderElectionWithPeering(t *testing.T) {
 		handlers.OnCreate(kind, "create_fn", seen.record)
 		return env.StartOperator(t, ns, reg, handlers.Options{Identity: identity}, append(tweaks, leaderElection)...)
 	}
-	probes := freeAddress(t)
+	probes := testenv.FreeAddress(t)
 	serveProbes := func(o *manager.Options) { o.HealthProbeBindAddress = probes }
 	var first, second calls
 	a := replica("replica-a", &first)

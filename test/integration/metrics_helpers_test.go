@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 // kexKind is the kind label of KopfExample objects.
@@ -17,7 +19,7 @@ const kexKind = "KopfExample.kopf.dev"
 // servingMetrics is a manager tweak that serves the metrics at a free
 // local address, which it returns.
 func servingMetrics(t *testing.T) (func(*manager.Options), string) {
-	at := freeAddress(t)
+	at := testenv.FreeAddress(t)
 	return func(o *manager.Options) { o.Metrics.BindAddress = at }, at
 }
 

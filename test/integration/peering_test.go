@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 // named returns the example object with another name.
@@ -44,7 +44,7 @@ func TestFreezeInFavourOfAHigherPriority(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	w := &watches{resource: "kopfexamples"}
-	probes, metricsAt := freeAddress(t), freeAddress(t)
+	probes, metricsAt := testenv.FreeAddress(t), testenv.FreeAddress(t)
 	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator"}, func(o *manager.Options) {
 		o.HealthProbeBindAddress = probes
 		o.Metrics.BindAddress = metricsAt
@@ -104,17 +104,6 @@ func TestFreezeInFavourOfAHigherPriority(t *testing.T) {
 	if _, still := peers(t, ns, "default")["go-operator"]; still {
 		t.Error("the operator's own record outlived it")
 	}
-}
-
-// freeAddress returns a local address with a free port.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // httpGet returns the status code and body of a GET.

@@ -5,8 +5,10 @@
 package testenv
 
 import (
+	"net"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	"github.com/kopf-go/kopf/pkg/kopftest"
 )
@@ -44,3 +46,15 @@ func PeeringCRDs() []string {
 
 // ExampleCRD is the path of the KopfExample CRD.
 func ExampleCRD() string { return filepath.Join(Root(), "examples", "crd.yaml") }
+
+// FreeAddress returns a local address (127.0.0.1:port) whose port is free
+// now, for a server of the test's to listen on.
+func FreeAddress(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
