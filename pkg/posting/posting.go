@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -98,6 +99,9 @@ type Poster struct {
 	queue   chan queued
 	stopped chan struct{}
 	started atomic.Bool
+	// suffix makes the random end of queued Events' names; nil: five
+	// characters, as the API server makes them for generateName.
+	suffix func() string
 }
 
 // Ref identifies the object an Event is about.
@@ -115,14 +119,34 @@ func (p *Poster) Post(ctx context.Context, ref Ref, eventType, reason, message s
 	if aboutEvent(ref) {
 		return nil
 	}
+	return p.create(ctx, ref, eventType, reason, message, "")
+}
+
+// create posts an Event under the given name, or under a name that the
+// API server generates if it is empty.
+func (p *Poster) create(ctx context.Context, ref Ref, eventType, reason, message, name string) error {
 	if p.Client == nil {
 		return errors.New("post an event: the poster has no client")
 	}
 	ev := p.build(ref, eventType, reason, message)
+	if name != "" {
+		// The generateName stays, as Kopf's Events have it.
+		ev.Name = name
+	}
 	if err := p.Client.Create(ctx, ev); err != nil {
 		return fmt.Errorf("post event %s/%s about %s %s: %w", eventType, reason, ref.GVK.Kind, ref.Name, err)
 	}
 	return nil
+}
+
+// newName is a name for a queued Event: the prefix and a random suffix,
+// as the API server would generate it from the prefix.
+func (p *Poster) newName() string {
+	suffix := p.suffix
+	if suffix == nil {
+		suffix = func() string { return utilrand.String(5) }
+	}
+	return orDefault(p.NamePrefix, DefaultNamePrefix) + suffix()
 }
 
 // build makes the Event body that Kopf would post.

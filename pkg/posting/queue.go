@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -13,6 +14,11 @@ import (
 type queued struct {
 	ref                     Ref
 	eventType, reason, text string
+	// name is the Event's name, chosen before its first call: a call that
+	// the stop cut short may have been made, and its second try must not
+	// post the Event twice. again: this is that second try.
+	name  string
+	again bool
 }
 
 // Event queues an Event of the type about each of objs (an object, a list,
@@ -59,8 +65,10 @@ func (p *Poster) Enqueue(ref Ref, eventType, reason, message string) bool {
 
 // Start posts queued Events one by one until ctx ends, then keeps posting
 // what is queued, for DrainTimeout at most, and returns. A call to the API
-// server that the stop cuts short is tried again in the drain. A Poster
-// starts once. It is a manager.Runnable; it starts no goroutines.
+// server that the stop cuts short is tried again in the drain, under the
+// same name, so that it is not posted twice if the API server had taken
+// it. A Poster starts once. It is a manager.Runnable; it starts no
+// goroutines.
 func (p *Poster) Start(ctx context.Context) error {
 	p.init()
 	if !p.started.CompareAndSwap(false, true) {
@@ -70,8 +78,10 @@ func (p *Poster) Start(ctx context.Context) error {
 	for {
 		select {
 		case ev := <-p.queue:
+			ev.name = p.newName()
 			if err := p.postOne(ctx, ev); err != nil {
 				if ctx.Err() != nil {
+					ev.again = true
 					return p.drain(ctx, &ev)
 				}
 				p.failed(err, ev)
@@ -103,6 +113,7 @@ func (p *Poster) drain(stopped context.Context, first *queued) error {
 				dropped++
 				continue
 			}
+			ev.name = p.newName()
 			post(ev)
 		default:
 			if dropped > 0 {
@@ -113,11 +124,24 @@ func (p *Poster) drain(stopped context.Context, first *queued) error {
 	}
 }
 
-// postOne posts one Event, for PostTimeout at most.
+// postOne posts one Event under its name, for PostTimeout at most. That
+// the name exists already means, on a second try, that the first (cut
+// short) was made after all; on a first try, that another Event has the
+// name by chance, and the Event is posted under a new one.
 func (p *Poster) postOne(ctx context.Context, ev queued) error {
+	if aboutEvent(ev.ref) {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, durationOr(p.PostTimeout, DefaultPostTimeout))
 	defer cancel()
-	return p.Post(ctx, ev.ref, ev.eventType, ev.reason, ev.text)
+	err := p.create(ctx, ev.ref, ev.eventType, ev.reason, ev.text, ev.name)
+	if apierrors.IsAlreadyExists(err) {
+		if ev.again {
+			return nil
+		}
+		err = p.create(ctx, ev.ref, ev.eventType, ev.reason, ev.text, p.newName())
+	}
+	return err
 }
 
 // failed logs (and so ignores) a failed Event, as Kopf does: Events are

@@ -3,6 +3,7 @@ package posting
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -205,30 +207,75 @@ func TestNeedLeaderElection(t *testing.T) {
 }
 
 // TestStopCutsAPICall: a call in flight when the operator stops ends at
-// once and is tried again in the drain.
+// once and is tried again in the drain, under the same name: whether the
+// API server had taken the cut call or not, the Event is there once.
 func TestStopCutsAPICall(t *testing.T) {
-	entered := make(chan struct{})
-	calls := 0
-	c := fake.NewClientBuilder().Build()
-	cut := interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			calls++ // calls are sequential: one loop posts
-			if calls == 1 {
-				close(entered)
-				<-ctx.Done()
-				return ctx.Err()
+	for _, tc := range []struct {
+		name string
+		made bool // the API server took the cut call
+	}{{"the cut call was not made", false}, {"the cut call was made", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered := make(chan struct{})
+			calls := 0
+			var names []string
+			c := fake.NewClientBuilder().Build()
+			cut := interceptor.NewClient(c, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					calls++ // calls are sequential: one loop posts
+					names = append(names, obj.GetName())
+					if calls == 1 {
+						if tc.made {
+							if err := c.Create(ctx, obj, opts...); err != nil {
+								return err
+							}
+						}
+						close(entered)
+						<-ctx.Done()
+						return ctx.Err()
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+			p := &Poster{Client: cut, PostTimeout: time.Hour}
+			stop := started(t, p)
+			p.Enqueue(exampleRef, TypeNormal, "R", "m")
+			<-entered
+			if err := stop(); err != nil {
+				t.Fatal(err)
 			}
-			return c.Create(ctx, obj, opts...)
-		},
-	})
-	p := &Poster{Client: cut, PostTimeout: time.Hour}
-	stop := started(t, p)
+			if got := listEvents(t, c); calls != 2 || len(got) != 1 {
+				t.Errorf("%d calls, %d events; want the cut call tried again in the drain, and one Event", calls, len(got))
+			}
+			if len(names) != 2 || names[0] != names[1] || !strings.HasPrefix(names[0], DefaultNamePrefix) {
+				t.Errorf("names of the calls = %q, want the same %s... twice", names, DefaultNamePrefix)
+			}
+		})
+	}
+}
+
+// TestNameTaken: a queued Event whose name another Event has by chance is
+// posted under a new one.
+func TestNameTaken(t *testing.T) {
+	taken := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "kopf-event-aaaaa", Namespace: exampleRef.Namespace}}
+	c := fake.NewClientBuilder().WithObjects(taken).Build()
+	suffixes := []string{"aaaaa", "bbbbb"}
+	p := &Poster{Client: c, suffix: func() string {
+		next := suffixes[0]
+		suffixes = suffixes[1:]
+		return next
+	}}
 	p.Enqueue(exampleRef, TypeNormal, "R", "m")
-	<-entered
-	if err := stop(); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := listEvents(t, c); calls != 2 || len(got) != 1 {
-		t.Errorf("%d calls, %d events; want the cut call tried again in the drain", calls, len(got))
+	var names []string
+	for _, ev := range listEvents(t, c) {
+		names = append(names, ev.Name)
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"kopf-event-aaaaa", "kopf-event-bbbbb"}, names); diff != "" {
+		t.Errorf("events -want +got:\n%s", diff)
 	}
 }
