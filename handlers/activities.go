@@ -7,10 +7,10 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/kopf-go/kopf/pkg/causes"
-	"github.com/kopf-go/kopf/pkg/execution"
-	"github.com/kopf-go/kopf/pkg/reactor"
-	"github.com/kopf-go/kopf/pkg/registry"
+	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/reactor"
+	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // Activity is what an operator-wide handler learns: its retry count and

@@ -8,9 +8,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/pkg/admission"
-	"github.com/kopf-go/kopf/pkg/execution"
-	"github.com/kopf-go/kopf/pkg/registry"
+	"github.com/kopf-go/kopf/internal/admission"
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // AdmissionRequest is what a webhook handler learns beside its object: the

@@ -28,7 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/internal/admission"
 )
 
 func noop[T any](context.Context, T, *AdmissionRequest) error { return nil }

@@ -6,9 +6,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/pkg/causes"
-	"github.com/kopf-go/kopf/pkg/fields"
-	"github.com/kopf-go/kopf/pkg/registry"
+	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // Cause is what a change handler learns beside its object: the reason,

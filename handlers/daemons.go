@@ -7,9 +7,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/pkg/causes"
-	"github.com/kopf-go/kopf/pkg/daemons"
-	"github.com/kopf-go/kopf/pkg/registry"
+	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // DaemonCause is what a daemon or timer learns beside its object: its

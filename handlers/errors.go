@@ -3,7 +3,7 @@ package handlers
 import (
 	"time"
 
-	"github.com/kopf-go/kopf/pkg/execution"
+	"github.com/kopf-go/kopf/internal/execution"
 )
 
 // TemporaryError asks for the handler to be retried after Delay (zero: at

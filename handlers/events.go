@@ -6,7 +6,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kopf-go/kopf/pkg/posting"
+	"github.com/kopf-go/kopf/internal/posting"
 )
 
 // Objects are several objects that one Event is posted about, each, as in
@@ -65,3 +65,26 @@ func post(ctx context.Context, objs runtime.Object, eventType, reason, message s
 		log.Error(err, "Failed to post an event.", "type", eventType, "reason", reason)
 	}
 }
+
+// PostingSettings are the gates of Events (Kopf's settings.posting):
+// Disabled, Level, and Loggers (log lines of handlers posted as Events).
+// Options.Posting takes them; the zero value is Kopf's defaults.
+type PostingSettings = posting.Settings
+
+// PostingLevel is the least level of the Events that are posted.
+type PostingLevel = posting.Level
+
+// The levels of PostingSettings.Level, as Kopf's logging levels.
+const (
+	PostingLevelDebug   = posting.LevelDebug
+	PostingLevelInfo    = posting.LevelInfo
+	PostingLevelWarning = posting.LevelWarning
+	PostingLevelError   = posting.LevelError
+)
+
+// LocalKey, with the value true in a log line's values, keeps the line out
+// of Events when PostingSettings.Loggers is on (Kopf's k8s_skip).
+const LocalKey = posting.LocalKey
+
+// LocalLogger returns the logger whose lines are never posted as Events.
+func LocalLogger(log logr.Logger) logr.Logger { return posting.Local(log) }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kopf-go/kopf/handlers"
-	"github.com/kopf-go/kopf/pkg/posting"
+	"github.com/kopf-go/kopf/internal/posting"
 )
 
 // postAll runs fn with a started poster in its context, as the engine

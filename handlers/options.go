@@ -5,10 +5,10 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/pkg/causes"
-	"github.com/kopf-go/kopf/pkg/execution"
-	"github.com/kopf-go/kopf/pkg/fields"
-	"github.com/kopf-go/kopf/pkg/registry"
+	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // Options are checked at compile time per handler kind: each registration

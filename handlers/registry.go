@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/pkg/registry"
+	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // Registry holds an operator's handlers. There is no global registry: make

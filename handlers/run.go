@@ -22,8 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/pkg/daemons"
-	"github.com/kopf-go/kopf/pkg/reactor"
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/reactor"
 )
 
 // Flags are the standalone runner's command line, as Kopf's `kopf run`.

@@ -9,12 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/pkg/diffbase"
-	"github.com/kopf-go/kopf/pkg/memo"
-	"github.com/kopf-go/kopf/pkg/peering"
-	"github.com/kopf-go/kopf/pkg/posting"
-	"github.com/kopf-go/kopf/pkg/progress"
-	"github.com/kopf-go/kopf/pkg/reactor"
+	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/peering"
+	"github.com/kopf-go/kopf/internal/reactor"
 )
 
 // Options configure the engine. The zero value is Kopf's defaults, so a Go
@@ -26,11 +23,11 @@ type Options struct {
 	// ProgressStorage keeps per-handler progress. Default: annotations
 	// under "kopf.zalando.org/", reading Kopf's legacy status records too
 	// (progress.NewSmart()).
-	ProgressStorage progress.Storage
+	ProgressStorage ProgressStorage
 	// DiffBaseStorage keeps the last handled essence. Default: the
 	// annotation "kopf.zalando.org/last-handled-configuration"
 	// (diffbase.NewAnnotations()).
-	DiffBaseStorage diffbase.Storage
+	DiffBaseStorage DiffBaseStorage
 	// DefaultBackoff is the retry delay after arbitrary errors. Default 60 s.
 	DefaultBackoff time.Duration
 	// ConsistencyTimeout bounds the wait for the cache to show this
@@ -75,9 +72,9 @@ type Options struct {
 	// Memo is the operator's memo: startup handlers may fill it, and every
 	// object's memo starts as a (shallow) copy of it.
 	Memo *memo.Memo
-	// Posting are the gates of Events (posting.Settings: Disabled, Level,
+	// Posting are the gates of Events (PostingSettings: Disabled, Level,
 	// and Loggers to post handler log lines as Events, off by default).
-	Posting posting.Settings
+	Posting PostingSettings
 	// Webhooks configure the serving of validating and mutating handlers,
 	// if there are any: SetupWithManager serves them on the manager's
 	// webhook server (the zero value serves them at its root, unmanaged).

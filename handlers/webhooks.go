@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kopf-go/kopf/pkg/admission"
-	"github.com/kopf-go/kopf/pkg/metrics"
+	"github.com/kopf-go/kopf/internal/admission"
+	"github.com/kopf-go/kopf/internal/metrics"
 )
 
 // WebhookOptions configure the serving of webhook handlers.

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	"github.com/kopf-go/kopf/pkg/peering"
+	"github.com/kopf-go/kopf/internal/peering"
 )
 
 // Exit codes.

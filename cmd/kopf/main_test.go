@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kopf-go/kopf/internal/isotime"
+	"github.com/kopf-go/kopf/internal/peering"
 	kopfv1 "github.com/kopf-go/kopf/pkg/apis/kopf/v1"
-	"github.com/kopf-go/kopf/pkg/isotime"
-	"github.com/kopf-go/kopf/pkg/peering"
 )
 
 // kopfTime is Kopf's format of lastseen: microseconds and +00:00.

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kopf-go/kopf/internal/peering"
 	kopfv1 "github.com/kopf-go/kopf/pkg/apis/kopf/v1"
-	"github.com/kopf-go/kopf/pkg/peering"
 )
 
 // targets are the peering objects of the options, as Kopf's operators

@@ -1,5 +1,5 @@
 // Package arch checks the project's layering by parsing the imports of every
-// package under pkg/ and handlers/.
+// package under pkg/, internal/ and handlers/.
 package arch
 
 import (
@@ -20,17 +20,17 @@ import (
 // packages of lower layers. Packages of one layer are peers and must not
 // import each other. A new package needs a place here.
 var layers = [][]string{
-	{"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "pkg/lazylog", "internal/envtestbin",
+	{"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/envtestbin",
 		// The metrics' definitions import nothing of the project.
-		"pkg/metrics"},
-	{"pkg/diff", "pkg/patch", "pkg/hierarchies"},
-	{"pkg/keys"},
-	{"pkg/progress", "pkg/diffbase", "pkg/causes"},
-	{"pkg/execution"},
-	{"pkg/daemons"},
-	{"pkg/registry"},
-	{"pkg/posting", "pkg/peering", "pkg/admission"},
-	{"pkg/reactor"},
+		"internal/metrics"},
+	{"internal/diff", "internal/patch", "internal/hierarchies"},
+	{"internal/keys"},
+	{"internal/progress", "internal/diffbase", "internal/causes"},
+	{"internal/execution"},
+	{"internal/daemons"},
+	{"internal/registry"},
+	{"internal/posting", "internal/peering", "internal/admission"},
+	{"internal/reactor"},
 	{"handlers"},
 	// The test toolkit runs registries, so it stands above handlers.
 	{"pkg/kopftest"},
@@ -39,15 +39,15 @@ var layers = [][]string{
 // pure packages hold logic only: no controller-runtime, no client-go, no
 // goroutines.
 var pure = []string{
-	"pkg/fields", "pkg/pyjson", "pkg/isotime", "pkg/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "pkg/lazylog", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
-	"pkg/diffbase", "pkg/causes", "pkg/registry", "pkg/execution", "pkg/hierarchies",
+	"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/diff", "internal/keys", "internal/patch", "internal/progress",
+	"internal/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/hierarchies",
 }
 
 // controllerRuntimeAllowed are the only packages that may import
 // controller-runtime.
-var controllerRuntimeAllowed = []string{"pkg/reactor", "pkg/posting", "pkg/admission", "pkg/metrics", "handlers", "pkg/kopftest"}
+var controllerRuntimeAllowed = []string{"internal/reactor", "internal/posting", "internal/admission", "internal/metrics", "handlers", "pkg/kopftest"}
 
-// toolkit is the one package under pkg/ built on handlers: the test
+// toolkit is the one package outside handlers built on it: the test
 // toolkit for operator authors.
 const toolkit = "pkg/kopftest"
 
@@ -67,14 +67,14 @@ type pkgInfo struct {
 
 func TestLayering(t *testing.T) {
 	module, root := moduleRoot(t)
-	pkgs := collect(t, root, "pkg", "handlers")
+	pkgs := collect(t, root, "pkg", "internal", "handlers")
 
 	var dirs []string
 	for _, p := range pkgs {
 		dirs = append(dirs, p.Dir)
 	}
 	// Guard against a vacuous pass (a wrong root finds nothing).
-	for _, must := range []string{"pkg/fields", "pkg/registry", "pkg/reactor", "handlers"} {
+	for _, must := range []string{"internal/fields", "internal/registry", "internal/reactor", "handlers", "pkg/kopftest"} {
 		if !slices.Contains(dirs, must) {
 			t.Fatalf("package %s not found under %s; found %v", must, root, dirs)
 		}
@@ -88,26 +88,26 @@ func TestLayering(t *testing.T) {
 func TestChecksCatchViolations(t *testing.T) {
 	const mod = "example.com/m"
 	pkgs := []pkgInfo{
-		{Dir: "pkg/fields", Imports: []string{"strings", mod + "/pkg/diff"}},
-		{Dir: "pkg/diff", Imports: []string{mod + "/pkg/patch", mod + "/pkg/fields"}},
-		{Dir: "pkg/causes", Imports: []string{controllerRuntime + "/pkg/client", clientGo + "/rest"}, Goroutines: []string{"causes.go:10"}},
-		{Dir: "pkg/posting", Imports: []string{controllerRuntime + "/pkg/client", mod + "/handlers"}},
-		{Dir: "pkg/reactor", Imports: []string{mod + "/pkg/newcomer", clientGo + "/discovery"}},
-		{Dir: "pkg/newcomer", Imports: []string{controllerRuntime}},
-		{Dir: "handlers", Imports: []string{mod + "/pkg/reactor", mod + "/pkg/fields", controllerRuntime}},
+		{Dir: "internal/fields", Imports: []string{"strings", mod + "/internal/diff"}},
+		{Dir: "internal/diff", Imports: []string{mod + "/internal/patch", mod + "/internal/fields"}},
+		{Dir: "internal/causes", Imports: []string{controllerRuntime + "/pkg/client", clientGo + "/rest"}, Goroutines: []string{"causes.go:10"}},
+		{Dir: "internal/posting", Imports: []string{controllerRuntime + "/pkg/client", mod + "/handlers"}},
+		{Dir: "internal/reactor", Imports: []string{mod + "/internal/newcomer", clientGo + "/discovery"}},
+		{Dir: "internal/newcomer", Imports: []string{controllerRuntime}},
+		{Dir: "handlers", Imports: []string{mod + "/internal/reactor", mod + "/internal/fields", controllerRuntime}},
 	}
 	want := []string{
-		"pkg/causes imports k8s.io/client-go/rest: pure packages must not use client-go",
-		"pkg/causes imports sigs.k8s.io/controller-runtime/pkg/client: only pkg/reactor, pkg/posting, pkg/admission, pkg/metrics, handlers, pkg/kopftest may use controller-runtime",
-		"pkg/causes imports sigs.k8s.io/controller-runtime/pkg/client: pure packages must not use controller-runtime",
-		"pkg/causes starts a goroutine at causes.go:10: pure packages must not",
-		"pkg/diff imports pkg/patch: pkg/patch is not in a lower layer",
-		"pkg/fields imports pkg/diff: pkg/diff is not in a lower layer",
-		"pkg/newcomer has no place in the layering: add it to layers in test/arch",
-		"pkg/newcomer imports sigs.k8s.io/controller-runtime: only pkg/reactor, pkg/posting, pkg/admission, pkg/metrics, handlers, pkg/kopftest may use controller-runtime",
-		"pkg/posting imports handlers: handlers is not in a lower layer",
-		"pkg/posting imports handlers: packages under pkg/ must not import handlers",
-		"pkg/reactor imports pkg/newcomer: pkg/newcomer has no place in the layering",
+		"internal/causes imports k8s.io/client-go/rest: pure packages must not use client-go",
+		"internal/causes imports sigs.k8s.io/controller-runtime/pkg/client: only internal/reactor, internal/posting, internal/admission, internal/metrics, handlers, pkg/kopftest may use controller-runtime",
+		"internal/causes imports sigs.k8s.io/controller-runtime/pkg/client: pure packages must not use controller-runtime",
+		"internal/causes starts a goroutine at causes.go:10: pure packages must not",
+		"internal/diff imports internal/patch: internal/patch is not in a lower layer",
+		"internal/fields imports internal/diff: internal/diff is not in a lower layer",
+		"internal/newcomer has no place in the layering: add it to layers in test/arch",
+		"internal/newcomer imports sigs.k8s.io/controller-runtime: only internal/reactor, internal/posting, internal/admission, internal/metrics, handlers, pkg/kopftest may use controller-runtime",
+		"internal/posting imports handlers: handlers is not in a lower layer",
+		"internal/posting imports handlers: packages under pkg/ and internal/ must not import handlers",
+		"internal/reactor imports internal/newcomer: internal/newcomer has no place in the layering",
 	}
 	got := violations(mod, pkgs)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -147,8 +147,8 @@ func violations(module string, pkgs []pkgInfo) []string {
 				continue
 			}
 			target := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
-			if strings.HasPrefix(p.Dir, "pkg/") && p.Dir != toolkit && isUnder(target, "handlers") {
-				add("%s imports %s: packages under pkg/ must not import handlers", p.Dir, target)
+			if (strings.HasPrefix(p.Dir, "pkg/") || strings.HasPrefix(p.Dir, "internal/")) && p.Dir != toolkit && isUnder(target, "handlers") {
+				add("%s imports %s: packages under pkg/ and internal/ must not import handlers", p.Dir, target)
 			}
 			theirs, ok := rank[target]
 			switch {

@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kopf-go/kopf/pkg/causes"
-	"github.com/kopf-go/kopf/pkg/daemons"
-	"github.com/kopf-go/kopf/pkg/execution"
-	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/patch"
 )
 
 // host stands in for the API server: every Fetch returns a fresh copy of

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
-	"github.com/kopf-go/kopf/pkg/posting"
+	"github.com/kopf-go/kopf/internal/posting"
 )
 
 // objectEvents are the Events about an object.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/pkg/isotime"
+	"github.com/kopf-go/kopf/internal/isotime"
 )
 
 // peeringObject is a KopfPeering (or, without a namespace, a

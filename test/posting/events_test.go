@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
-	"github.com/kopf-go/kopf/pkg/posting"
+	"github.com/kopf-go/kopf/internal/posting"
 )
 
 // QuotaError is an error type whose name becomes the reason.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/pkg/posting"
+	"github.com/kopf-go/kopf/internal/posting"
 )
 
 // checkLeaks fails the test if goroutines started after this call are

@@ -1,0 +1,98 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/metrics"
+)
+
+// DefaultCode is the status code of a denial that names none.
+const DefaultCode = http.StatusInternalServerError
+
+// Error denies an API request with a message and a status code (zero:
+// DefaultCode, 500) for the API client. Any error denies the request; this
+// one is preferred when several handlers fail, and it alone carries a code.
+type Error struct {
+	Message string
+	Code    int
+}
+
+// Error returns the message. The receiver is a value, so that both Error
+// and *Error are errors.
+func (e Error) Error() string { return e.Message }
+
+// asError finds an Error (by value or by pointer) in err's chain.
+func asError(err error) (Error, bool) {
+	var byValue Error
+	if errors.As(err, &byValue) {
+		return byValue, true
+	}
+	var byPointer *Error
+	if errors.As(err, &byPointer) && byPointer != nil {
+		return *byPointer, true
+	}
+	return Error{}, false
+}
+
+// rank orders errors for the report, best first: admission errors, then
+// permanent, then temporary errors, then anything else.
+func rank(err error) int {
+	if _, ok := asError(err); ok {
+		return 0
+	}
+	var p *execution.PermanentError
+	if errors.As(err, &p) {
+		return 1
+	}
+	var t *execution.TemporaryError
+	if errors.As(err, &t) {
+		return 2
+	}
+	return rankArbitrary
+}
+
+// rankArbitrary is the rank of errors that are neither admission errors
+// nor the handlers' typed errors.
+const rankArbitrary = 9
+
+// outcomeOf names what a handler's error did to the request, for the
+// metrics: deliberate denials (the errors that rank above arbitrary ones)
+// are told apart from failures, which point at a bug.
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return metrics.WebhookAllowed
+	case rank(err) < rankArbitrary:
+		return metrics.WebhookDenied
+	}
+	return metrics.WebhookError
+}
+
+// bestError picks the error to report: the best ranked, the first of them
+// in the handlers' order among equals; nil when there are none.
+func bestError(errs []error) error {
+	var best error
+	for _, err := range errs {
+		if err != nil && (best == nil || rank(err) < rank(best)) {
+			best = err
+		}
+	}
+	return best
+}
+
+// statusOf is the message and code reported for an error: the message, or
+// the error's type when it has none, and the admission error's code or 500.
+func statusOf(err error) (string, int) {
+	message := err.Error()
+	if message == "" {
+		message = fmt.Sprintf("%T", err)
+	}
+	code := DefaultCode
+	if e, ok := asError(err); ok && e.Code != 0 {
+		code = e.Code
+	}
+	return message, code
+}

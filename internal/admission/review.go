@@ -1,0 +1,178 @@
+package admission
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/registry"
+)
+
+// UnknownResourceError is a review of a resource that no handler serves.
+type UnknownResourceError struct{ Resource string }
+
+func (e *UnknownResourceError) Error() string {
+	return fmt.Sprintf("the resource has no handlers: %s", e.Resource)
+}
+
+// AmbiguousResourceError is a review of a resource that several registered
+// kinds match.
+type AmbiguousResourceError struct{ Resource string }
+
+func (e *AmbiguousResourceError) Error() string {
+	return fmt.Sprintf("the resource is ambiguous: %s", e.Resource)
+}
+
+// Input is one admission request as the webhook server received it.
+type Input struct {
+	Request *admissionv1.AdmissionRequest
+	// Hint narrows the handlers (the id from the URL path).
+	Hint Hint
+	// Headers and PeerCertificates come from the HTTP request.
+	Headers          http.Header
+	PeerCertificates []*x509.Certificate
+}
+
+// Review runs the handlers that the request selects, all of them, and
+// builds the response: allowed when none failed, the handlers' warnings,
+// the best error's message and code, and the mutating handlers' patches as
+// one JSONPatch. Its errors are about the webhook call itself
+// (MissingDataError, UnknownResourceError, AmbiguousResourceError, an
+// undecodable object), not about the API request under review.
+func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input) (*admissionv1.AdmissionResponse, error) {
+	r, err := newRequest(in.Request, in.Headers, in.PeerCertificates)
+	if err != nil {
+		return nil, err
+	}
+	kind, err := findKind(reg, mapper, in.Request)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := decodeObject(kind, r.Body)
+	if err != nil {
+		return nil, fmt.Errorf("decode the %s: %w", kind.GVK.Kind, err)
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("kind", kind.GVK.Kind, "namespace", r.Namespace, "name", r.Name,
+		"operation", r.Operation)
+	selected := kind.Select(in.Hint, obj, r)
+
+	resp := &admissionv1.AdmissionResponse{UID: in.Request.UID}
+	kindLabel := metrics.Kind(kind.GVK)
+	var errs []error
+	var patches []*patch.Patch
+	for _, h := range selected {
+		hr := r.forHandler(h)
+		hobj, err := decodeObject(kind, r.Body) // each handler gets its own copy
+		if err == nil {
+			err = call(logr.NewContext(ctx, log.WithValues("handler", h.ID)), h, hobj, hr)
+		}
+		metrics.WebhookCalled(kindLabel, string(h.Type), h.ID, outcomeOf(err))
+		errs = append(errs, err)
+		resp.Warnings = append(resp.Warnings, hr.Warnings...)
+		if h.Type == Mutating {
+			patches = append(patches, hr.Patch)
+		}
+	}
+	if len(patches) > 0 {
+		ops, err := JSONPatch(r.Body, patches...)
+		if err == nil && len(ops) > 0 {
+			resp.Patch, err = json.Marshal(ops)
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.PatchType = &pt
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	best := bestError(errs)
+	resp.Allowed = best == nil
+	if best != nil {
+		message, code := statusOf(best)
+		resp.Result = &metav1.Status{Message: message, Code: int32(code)}
+	}
+	return resp, nil
+}
+
+// call runs one handler, turning a panic into an error, and logs the
+// outcome as Kopf does; for webhooks, every error is final.
+func call(ctx context.Context, h *Handler, obj registry.Object, r *Request) (err error) {
+	log := logr.FromContextOrDiscard(ctx)
+	name := fmt.Sprintf("Handler '%s'", h.ID)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = &execution.PanicError{Value: p, Stack: debug.Stack()}
+			}
+		}()
+		err = h.Fn(ctx, obj, r)
+	}()
+	var perm *execution.PermanentError
+	var temp *execution.TemporaryError
+	_, isAdmission := asError(err)
+	switch {
+	case err == nil:
+		log.Info(fmt.Sprintf("%s succeeded.", name))
+	case isAdmission || errors.As(err, &perm):
+		log.Error(nil, fmt.Sprintf("%s failed permanently: %s", name, err))
+	case errors.As(err, &temp):
+		log.Error(nil, fmt.Sprintf("%s failed temporarily: %s", name, err))
+	default:
+		log.Error(err, fmt.Sprintf("%s failed with an exception and will stop now: %s", name, err))
+	}
+	return err
+}
+
+// findKind finds the one kind the request is about: by its resource through
+// the mapper (which also serves subresources such as scale, whose kind is
+// not the object's), or by its kind without a mapper.
+func findKind(reg *Registry, mapper meta.RESTMapper, in *admissionv1.AdmissionRequest) (*Kind, error) {
+	gvr := schema.GroupVersionResource{Group: in.Resource.Group, Version: in.Resource.Version, Resource: in.Resource.Resource}
+	gvk := schema.GroupVersionKind{Group: in.Kind.Group, Version: in.Kind.Version, Kind: in.Kind.Kind}
+	if mapper != nil {
+		if mapped, err := mapper.KindFor(gvr); err == nil {
+			gvk = mapped
+		}
+	}
+	var found []*Kind
+	for _, k := range reg.Kinds {
+		if k.GVK == gvk {
+			found = append(found, k)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, &UnknownResourceError{Resource: gvr.String()}
+	case 1:
+		return found[0], nil
+	}
+	return nil, &AmbiguousResourceError{Resource: gvr.String()}
+}
+
+// decodeObject makes the kind's object from a body.
+func decodeObject(k *Kind, body map[string]any) (registry.Object, error) {
+	obj := k.NewObject()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.Object = fields.DeepCopy(body).(map[string]any)
+		return u, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(body, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}

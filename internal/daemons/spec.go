@@ -1,0 +1,166 @@
+package daemons
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/patch"
+)
+
+// Kind tells daemons from timers.
+type Kind int
+
+const (
+	// KindDaemon runs one long call per object, restarted only on
+	// temporary errors.
+	KindDaemon Kind = iota + 1
+	// KindTimer calls the function on a schedule.
+	KindTimer
+)
+
+// DefaultCancellationPolling is how often a blocked deletion re-checks a
+// daemon that does not exit (Kopf's default).
+const DefaultCancellationPolling = 60 * time.Second
+
+// Func is a daemon or timer function, adapted to untyped objects.
+type Func func(ctx context.Context, obj causes.Object, d *DaemonCause) (any, error)
+
+// Spec is what makes a handler a daemon or a timer.
+type Spec struct {
+	Kind Kind
+	// InitialDelay, when set, gives the delay before the first call.
+	InitialDelay func(obj causes.Object) time.Duration
+	// CancellationBackoff is how long a stopping daemon may exit on its own
+	// (Stopped is closed) before its context is cancelled; zero cancels at
+	// once. Daemons only.
+	CancellationBackoff time.Duration
+	// CancellationTimeout is how long a cancelled daemon may take to exit
+	// before it is abandoned; zero waits for it forever. Daemons only.
+	CancellationTimeout time.Duration
+	// CancellationPolling is how often a blocked deletion re-checks a
+	// daemon that has not exited; zero means DefaultCancellationPolling.
+	CancellationPolling time.Duration
+	// Interval is the time between a timer's calls; with Sharp, the calls
+	// keep to a grid of this step whatever the calls' durations.
+	Interval time.Duration
+	Sharp    bool
+	// Idle delays a timer's calls until the object's essence has not
+	// changed for this long.
+	Idle time.Duration
+	Fn   Func
+}
+
+// Handler is a registered daemon or timer.
+type Handler struct {
+	execution.Handler
+	Spec
+}
+
+// polling is the handler's re-check interval for a blocked deletion.
+func (h Handler) polling() time.Duration {
+	if h.CancellationPolling > 0 {
+		return h.CancellationPolling
+	}
+	return DefaultCancellationPolling
+}
+
+// Ref identifies one object for the supervisor and in its log lines.
+type Ref struct {
+	UID       types.UID
+	Namespace string
+	Name      string
+}
+
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+// Host is what the supervisor needs from the engine for one kind: the
+// object's latest state (and its JSON-like map, made only when a handler
+// asks for it), a way to write a handler's changes, and a way to have the
+// object reconciled again (e.g. to drop a finalizer once its daemons have
+// exited).
+type Host interface {
+	Fetch(ctx context.Context, ref Ref) (causes.Object, error)
+	Body(obj causes.Object) (map[string]any, error)
+	Apply(ctx context.Context, ref Ref, p *patch.Patch) error
+	Enqueue(ref Ref)
+}
+
+// DaemonCause is what a daemon or timer learns beside its object.
+type DaemonCause struct {
+	// HandlerID is the daemon's or timer's id.
+	HandlerID string
+	// Retry is the number of earlier failed attempts (for a timer, since
+	// its last success).
+	Retry int
+	// Started is when the first of those attempts began.
+	Started time.Time
+	// Runtime is the time since then.
+	Runtime time.Duration
+	// Patch collects changes to the object; it is written when the call
+	// returns, together with the result.
+	Patch *patch.Patch
+	// Memo is the object's memo, shared with its change handlers.
+	Memo *memo.Memo
+	// Indices are the operator's indices.
+	Indices *indexing.Indices
+
+	r   *runner
+	now time.Time
+	// obj is the object when the call began; body its map, made on the
+	// first call of Body (a running daemon holds it as long as it runs).
+	obj      causes.Object
+	bodyOnce sync.Once
+	body     map[string]any
+}
+
+// Body is the object as a JSON-like map when the call began; read-only.
+// For unstructured objects it is the object's own map; typed objects are
+// converted on the first call (nil if that fails, which is logged).
+func (d *DaemonCause) Body() map[string]any {
+	d.bodyOnce.Do(func() {
+		body, err := d.r.obj.host.Body(d.obj)
+		if err != nil {
+			d.r.log.Error(err, "The object cannot be read as a map.")
+			return
+		}
+		d.body = body
+	})
+	return d.body
+}
+
+// Stopped is closed when the daemon is asked to stop (the object is
+// deleted or stops matching, the operator pauses or exits). The context is
+// cancelled at the same time, or after the cancellation backoff.
+func (d *DaemonCause) Stopped() <-chan struct{} { return d.r.stopped }
+
+// StopReason says why the daemon is stopping; zero while it is not.
+func (d *DaemonCause) StopReason() StopReason { return d.r.stopReason() }
+
+// Sleep waits for the duration and reports true, or reports false as soon
+// as the daemon is asked to stop or ctx is done.
+func (d *DaemonCause) Sleep(ctx context.Context, duration time.Duration) bool {
+	return d.r.sleep(ctx, duration)
+}
+
+// Latest returns a fresh copy of the object as the operator's cache has it
+// now; a daemon that runs for long sees the object's changes through it.
+func (d *DaemonCause) Latest(ctx context.Context) (causes.Object, error) {
+	obj, err := d.r.obj.host.Fetch(ctx, d.r.obj.ref)
+	if err != nil {
+		return nil, fmt.Errorf("read the latest %s: %w", d.r.obj.ref, err)
+	}
+	return obj, nil
+}

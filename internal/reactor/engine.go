@@ -1,0 +1,284 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/freeze"
+	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/internal/registry"
+)
+
+// engine runs the kinds' controllers on a cache of their own, and stops
+// both whenever the operator freezes: the watch streams close, and when the
+// operator runs again, a fresh cache lists every object afresh, so that
+// nothing created, changed or deleted meanwhile goes unhandled. (A manager
+// cannot stop the controllers it owns; these are the engine's.) It is a
+// manager Runnable.
+type engine struct {
+	mgr manager.Manager
+	// mapper is the manager's REST mapper, remembering what it found.
+	mapper  meta.RESTMapper
+	kinds   []*reconciler
+	sup     *daemons.Supervisor
+	toggle  *freeze.Toggle
+	cacheOf func() (cache.Cache, error)
+	wrap    func(client.Client) client.Client
+	indices *indexing.Indices
+	reg     *registry.Registry
+	// settings are the engine's settings, with defaults.
+	settings Settings
+	// started: the startup handlers have finished.
+	started atomic.Bool
+	log     logr.Logger
+}
+
+// NeedLeaderElection: only the leading replica handles objects.
+func (e *engine) NeedLeaderElection() bool { return true }
+
+// Start runs the startup handlers, then the controllers until the
+// operator stops (pausing while it is frozen), then the cleanup handlers.
+func (e *engine) Start(ctx context.Context) error {
+	if err := e.startup(ctx); err != nil {
+		return err
+	}
+	e.started.Store(true)
+	if e.settings.Ready != nil {
+		close(e.settings.Ready)
+	}
+	defer e.cleanup(ctx)
+	first := true
+	for {
+		if frozen, reason := e.toggle.Frozen(); frozen && first {
+			e.log.Info("The operator starts frozen, and waits.", "reason", reason)
+		}
+		if err := e.toggle.WaitFor(ctx, false); err != nil {
+			return nil
+		}
+		if !first {
+			e.log.Info("Resuming the watch-streams after the pause; listing everything afresh.")
+		}
+		first = false
+		e.sup.Resume()
+		frozen, err := e.runUntilFrozen(ctx)
+		if err != nil {
+			return err
+		}
+		if !frozen {
+			return nil
+		}
+		_, reason := e.toggle.Frozen()
+		e.log.Info("Pausing the watch-streams.", "blockers", reason)
+		e.sup.Pause()
+	}
+}
+
+// runUntilFrozen runs the controllers until the operator freezes (true)
+// or stops (false), and returns once all of them have stopped.
+func (e *engine) runUntilFrozen(ctx context.Context) (bool, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	frozen := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if e.toggle.WaitFor(runCtx, true) == nil {
+			close(frozen)
+			cancel()
+		}
+	}()
+	err := e.run(runCtx)
+	cancel()
+	wg.Wait()
+	select {
+	case <-frozen:
+		return ctx.Err() == nil, err
+	default:
+		return false, err
+	}
+}
+
+// run builds a fresh cache and fresh controllers, runs them until ctx is
+// done, and waits for all of them.
+func (e *engine) run(ctx context.Context) error {
+	c, err := e.cacheOf()
+	if err != nil {
+		return fmt.Errorf("create the cache: %w", err)
+	}
+	// Reads come from the run's cache for every kind, unstructured ones
+	// included: controller-runtime sends unstructured reads to the API
+	// server unless told otherwise, which would cost one GET per reconcile
+	// of every kind registered with ForKind.
+	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
+		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
+		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
+	})
+	if err != nil {
+		return fmt.Errorf("create a client on the cache: %w", err)
+	}
+	runClient = e.wrap(runClient)
+	var ctrls []controller.Controller
+	for _, r := range e.kinds {
+		r.setClient(runClient)
+		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
+			continue // only low-level handlers: nothing to reconcile
+		}
+		ctrl, err := e.controller(r, c)
+		if err != nil {
+			return err
+		}
+		ctrls = append(ctrls, ctrl)
+	}
+	defer func() {
+		for _, r := range e.kinds {
+			r.setClient(nil)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ctrls)+1)
+	start := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- err
+			}
+		}()
+	}
+	start(c.Start)
+	// Indices are built afresh from each listing; handlers start only once
+	// the listing of every indexed kind is indexed, as Kopf guarantees.
+	if err := e.lowLevel(ctx, c); err != nil {
+		errs <- err
+	} else {
+		for _, ctrl := range ctrls {
+			start(ctrl.Start)
+		}
+		start(func(ctx context.Context) error {
+			e.recallGone(ctx, c)
+			return nil
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+// lowLevel registers the indexing and on-event handlers of the kinds that
+// have them on the run's informers, and waits until the first listing of
+// every indexed kind has been indexed.
+func (e *engine) lowLevel(ctx context.Context, c cache.Cache) error {
+	var indexed []toolscache.InformerSynced
+	for _, r := range e.kinds {
+		for _, h := range r.kind.Indexing {
+			e.indices.Ensure(h.ID).Clear()
+		}
+	}
+	for _, r := range e.kinds {
+		if len(r.kind.Indexing) == 0 && len(r.kind.Watching) == 0 {
+			continue
+		}
+		informer, err := c.GetInformer(ctx, r.newObject())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+		}
+		handler := &lowLevel{r: r, ctx: ctx, log: e.mgr.GetLogger().WithValues("controller", controllerName(r.gvk))}
+		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: handler.OnAdd, UpdateFunc: handler.OnUpdate, DeleteFunc: handler.OnDelete,
+		})
+		if err != nil {
+			return fmt.Errorf("handle the events of %s: %w", r.gvk.Kind, err)
+		}
+		if len(r.kind.Indexing) > 0 {
+			indexed = append(indexed, registration.HasSynced)
+		}
+	}
+	if len(indexed) > 0 && !toolscache.WaitForCacheSync(ctx.Done(), indexed...) && ctx.Err() == nil {
+		return errors.New("the first listing of the indexed kinds did not complete")
+	}
+	return nil
+}
+
+// controller makes a kind's controller for one run: its objects come from
+// the run's cache, and its daemons' requests from the kind's channel.
+func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller, error) {
+	opts := controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: r.settings.MaxConcurrentReconciles,
+		Logger:                  e.mgr.GetLogger(),
+	}
+	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
+	// Each run makes the controllers again, under the same names.
+	opts.SkipNameValidation = ptr.To(true)
+	ctrl, err := controller.NewUnmanaged(controllerName(r.gvk), opts)
+	if err != nil {
+		return nil, fmt.Errorf("create the controller for %s: %w", r.gvk.Kind, err)
+	}
+	if err := ctrl.Watch(source.Kind[client.Object](c, r.newObject(), &noticingHandler{memories: r.memories})); err != nil {
+		return nil, fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+	}
+	// Daemons ask for reconciles (to release a finalizer, or to spawn
+	// again) through this channel.
+	if err := ctrl.Watch(source.Channel(r.events, &handler.EnqueueRequestForObject{})); err != nil {
+		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.gvk.Kind, err)
+	}
+	return ctrl, nil
+}
+
+// recallGone asks for a reconcile of every remembered object that the
+// run's fresh cache does not have. Objects deleted while the operator was
+// frozen bring no event of their own; their reconcile (not found) forgets
+// them, their daemons, and their place in the metrics.
+func (e *engine) recallGone(ctx context.Context, c cache.Cache) {
+	if !c.WaitForCacheSync(ctx) {
+		return
+	}
+	for _, r := range e.kinds {
+		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
+			continue // no controller, no memories
+		}
+		for _, key := range r.memories.keys() {
+			obj := r.newObject()
+			if err := c.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+				continue
+			}
+			obj.SetNamespace(key.Namespace)
+			obj.SetName(key.Name)
+			select {
+			case r.events <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}

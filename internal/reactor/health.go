@@ -1,0 +1,57 @@
+package reactor
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/internal/freeze"
+	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/registry"
+)
+
+// Names of the health checks and the metric.
+const (
+	ReadyzCheckName = "kopf-peering"
+	FrozenMetric    = metrics.OperatorFrozen
+)
+
+// addHealth adds a readiness check that fails until the startup handlers
+// have finished and while the operator is frozen (saying why), but passes
+// on a standby replica that waits for leadership, a liveness
+// check that runs the probe handlers (a freeze does not fail it: a restart
+// would not help), and the operator to the frozen-state metric.
+func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Registry, s Settings) (*Prober, error) {
+	ready := func(*http.Request) error { return readiness(mgr.Elected(), e.started.Load, e.toggle) }
+	if err := mgr.AddReadyzCheck(ReadyzCheckName, ready); err != nil {
+		return nil, fmt.Errorf("add the readiness check: %w", err)
+	}
+	prober := NewProber(reg, s, mgr.GetLogger().WithName("probes"))
+	if err := mgr.AddHealthzCheck(ReadyzCheckName, prober.Check); err != nil {
+		return nil, fmt.Errorf("add the liveness check: %w", err)
+	}
+	metrics.WatchFrozen(identity, e.toggle)
+	return prober, nil
+}
+
+// readiness is the readiness check's verdict. A replica that is not (yet)
+// the leader runs no engine and is ready: it stands by, as controller-runtime's
+// own checks have it, and a Deployment's rolling update can bring a new
+// replica up while the old one still holds the Lease. (Without leader
+// election, elected is closed from the start.)
+func readiness(elected <-chan struct{}, started func() bool, toggle *freeze.Toggle) error {
+	select {
+	case <-elected:
+	default:
+		return nil
+	}
+	if !started() {
+		return errors.New("the startup handlers have not finished")
+	}
+	if frozen, reason := toggle.Frozen(); frozen {
+		return fmt.Errorf("frozen: %s", reason)
+	}
+	return nil
+}

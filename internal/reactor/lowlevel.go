@@ -1,0 +1,180 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/posting"
+	"github.com/kopf-go/kopf/internal/registry"
+)
+
+// lowLevel handles the raw watch events of one kind, in order, before the
+// controller sees them: it keeps the kind's indices, and calls the on-event
+// handlers. It is registered on the run's informer, so that the controllers
+// can wait until the first listing is indexed.
+type lowLevel struct {
+	r   *reconciler
+	ctx context.Context
+	log logr.Logger
+	// failures remembers index handlers that failed, by index id and
+	// object: excluded for good (permanent) or until a time (temporary).
+	mu       sync.Mutex
+	failures map[string]indexFailure
+}
+
+type indexFailure struct {
+	state *execution.HandlerState
+	until time.Time // zero: for good
+}
+
+// OnAdd handles listed and added objects.
+func (l *lowLevel) OnAdd(obj any, isInInitialList bool) {
+	eventType := causes.EventAdded
+	if isInInitialList {
+		eventType = causes.EventListed
+	}
+	l.handle(obj, eventType)
+}
+
+// OnUpdate handles modified objects.
+func (l *lowLevel) OnUpdate(_, obj any) { l.handle(obj, causes.EventModified) }
+
+// OnDelete handles deleted objects.
+func (l *lowLevel) OnDelete(obj any) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	l.handle(obj, causes.EventDeleted)
+}
+
+func (l *lowLevel) handle(raw any, eventType string) {
+	cached, ok := raw.(client.Object)
+	if !ok {
+		return
+	}
+	obj := cached.DeepCopyObject().(client.Object) // the informer's copy is shared
+	body, err := l.r.body(obj)
+	if err != nil {
+		l.log.Error(err, "An event cannot be handled.")
+		return
+	}
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	log := l.log.WithValues("namespace", key.Namespace, "name", key.Name)
+	if eventType == causes.EventListed || eventType == causes.EventAdded {
+		l.r.memories.notice(obj.GetUID(), key, eventType == causes.EventListed)
+	}
+	mem := l.r.memories.recall(obj.GetUID(), key)
+	subject := &registry.Subject{Obj: obj, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
+		Cause: &causes.Cause{Body: body, Patch: patch.New(), Memo: mem.memo, Indices: l.r.settings.Indices}}
+	objectKey := key.Namespace + "/" + key.Name + "/" + string(obj.GetUID())
+	for _, h := range l.r.kind.Indexing {
+		l.index(log, h, subject, objectKey, eventType == causes.EventDeleted)
+	}
+	for _, h := range l.r.kind.MatchEvents(subject) {
+		l.event(log, h, subject, eventType)
+	}
+}
+
+// index updates one index with the object: its result replaces the
+// object's values; a deleted or no longer matching object's values go.
+func (l *lowLevel) index(log logr.Logger, h *registry.IndexHandler, s *registry.Subject, objectKey string, deleted bool) {
+	ix := l.r.settings.Indices.Ensure(h.ID)
+	failureKey := h.ID + "\x00" + objectKey
+	if deleted {
+		ix.Remove(objectKey)
+		l.setFailure(failureKey, nil)
+		return
+	}
+	if !h.Matches(s) {
+		ix.Remove(objectKey)
+		return
+	}
+	now := l.r.settings.Clock.Now()
+	state := &execution.HandlerState{Active: true, Started: now}
+	if f, failed := l.failure(failureKey); failed {
+		if f.until.IsZero() || now.Before(f.until) {
+			return // excluded: for good, or until its delay is over
+		}
+		state = f.state
+	}
+	c := *s.Cause
+	c.HandlerID = h.ID
+	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
+	outcome := execution.Execute(hctx, &h.Handler, state, now, execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.DefaultBackoff},
+		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, &c) })
+	switch {
+	case outcome.Cancelled:
+		return
+	case outcome.Err == nil:
+		l.setFailure(failureKey, nil)
+		if entries, ok := indexing.Entries(outcome.Result); ok {
+			ix.Replace(objectKey, entries)
+		}
+	default:
+		// A failed object is out of the index: for good after a permanent
+		// failure, until its delay after a temporary one.
+		ix.Remove(objectKey)
+		next := state.WithOutcome(outcome, now)
+		f := indexFailure{state: next}
+		if !next.Finished() && next.Delayed != nil {
+			f.until = *next.Delayed
+		}
+		l.setFailure(failureKey, &f)
+	}
+}
+
+func (l *lowLevel) failure(key string) (indexFailure, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.failures[key]
+	return f, ok
+}
+
+func (l *lowLevel) setFailure(key string, f *indexFailure) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f == nil {
+		delete(l.failures, key)
+		return
+	}
+	if l.failures == nil {
+		l.failures = map[string]indexFailure{}
+	}
+	l.failures[key] = *f
+}
+
+// event calls one on-event handler; its errors are logged and ignored, its
+// result and patch are written to the object.
+func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.Subject, eventType string) {
+	now := l.r.settings.Clock.Now()
+	e := &causes.Event{Type: eventType, HandlerID: h.ID, Body: s.Cause.Body, Patch: patch.New(),
+		Memo: s.Cause.Memo, Indices: s.Cause.Indices}
+	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
+	outcome := execution.Execute(hctx, &h.Handler, &execution.HandlerState{Active: true, Started: now}, now,
+		execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.DefaultBackoff},
+		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, e) })
+	if outcome.Err == nil && outcome.Result != nil {
+		if err := e.Patch.SetResult(h.ID, outcome.Result); err != nil {
+			log.Error(err, fmt.Sprintf("The result of %s cannot be stored.", h.Handler))
+		}
+	}
+	if e.Patch.IsEmpty() || eventType == causes.EventDeleted {
+		return
+	}
+	ref := daemons.Ref{UID: s.Obj.GetUID(), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName()}
+	if err := l.r.Apply(l.ctx, ref, e.Patch); err != nil {
+		log.Error(err, fmt.Sprintf("The changes of %s could not be written.", h.Handler))
+	}
+}

@@ -1,0 +1,158 @@
+package reactor
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/patch"
+)
+
+// memory is what this process remembers about one object (one uid) between
+// cycles. It is never persisted: after a restart, objects start afresh.
+type memory struct {
+	// noticedByListing: the object was first seen in the initial listing of
+	// this process, so it gets resume handlers once.
+	noticedByListing bool
+	// fullyHandledOnce: some cause of the object was fully handled (or had
+	// no handlers) in this process; resume handlers do not run any more.
+	fullyHandledOnce bool
+	// expectedVersion is the resourceVersion of this process's last write;
+	// until the cache has it, change handlers wait (up to a deadline).
+	expectedVersion     string
+	consistencyDeadline time.Time
+	// daemonWrote is the resourceVersion of the latest write of the
+	// object's daemons and timers, which write from their own goroutines;
+	// the next cycle takes it as its expected version.
+	daemonWrote atomic.Pointer[string]
+	// unwritten is a cycle's patch that the API server did not accept (an
+	// API error); it is written before anything else happens, so that
+	// handler outcomes are not lost and handlers do not run twice.
+	unwritten *patch.Patch
+	// oversizedEssence is the last handled essence when it could not be
+	// stored on the object because of its size.
+	oversizedEssence map[string]any
+	// throttles counts the unexpected errors in a row; throttledUntil is
+	// when the object is processed again.
+	throttles      int
+	throttledUntil time.Time
+	// memo is the object's memo: a copy of the operator's at first sight.
+	memo *memo.Memo
+	// reported remembers which malformed values were already reported
+	// with an Event, so that a bad annotation produces one Event, not one
+	// per cycle.
+	reported map[string]string
+	// standing is where the object stands with its handlers, as the
+	// kind's gauges count it (standing.go); dropped: the memory is
+	// forgotten and no longer counted.
+	standing execution.Standing
+	dropped  bool
+}
+
+// memories holds the memory of every object of one kind.
+type memories struct {
+	mu    sync.Mutex
+	byUID map[types.UID]*memory
+	byKey map[types.NamespacedName]types.UID
+	// operator is the operator's memo, which objects' memos start from.
+	operator *memo.Memo
+	// retrying and failed count the objects in those standings; closed:
+	// the engine has stopped, and they count nothing any more.
+	retrying, failed gauge
+	closed           bool
+}
+
+func newMemories(operator *memo.Memo, retrying, failed gauge) *memories {
+	return &memories{byUID: map[types.UID]*memory{}, byKey: map[types.NamespacedName]types.UID{}, operator: operator,
+		retrying: retrying, failed: failed}
+}
+
+// notice creates the memory of an object on its first sighting, recording
+// whether that sighting was the initial listing.
+func (m *memories) notice(uid types.UID, key types.NamespacedName, listing bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recallLocked(uid, key, listing)
+}
+
+// recall returns the memory of an object, creating it if needed. A new uid
+// under a known name is a re-created object: the old one's memory goes.
+func (m *memories) recall(uid types.UID, key types.NamespacedName) *memory {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.recallLocked(uid, key, false)
+}
+
+func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing bool) *memory {
+	if mem, ok := m.byUID[uid]; ok {
+		return mem
+	}
+	if old, ok := m.byKey[key]; ok && old != uid {
+		m.dropLocked(m.byUID[old])
+		delete(m.byUID, old)
+	}
+	mem := &memory{noticedByListing: listing, memo: m.operator.Copy()}
+	m.byUID[uid] = mem
+	m.byKey[key] = uid
+	return mem
+}
+
+// forget drops the memory of an object that no longer exists, and returns
+// the uid it had (empty if it was not remembered).
+func (m *memories) forget(key types.NamespacedName) types.UID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	uid, ok := m.byKey[key]
+	if ok {
+		m.dropLocked(m.byUID[uid])
+		delete(m.byUID, uid)
+		delete(m.byKey, key)
+	}
+	return uid
+}
+
+// daemonWrote records a write of a daemon or timer of the object with
+// this uid, if it is remembered: the next cycle waits for the cache to
+// show it, as for the cycles' own writes.
+func (m *memories) daemonWrote(uid types.UID, version string) {
+	m.mu.Lock()
+	mem := m.byUID[uid]
+	m.mu.Unlock()
+	if mem != nil && version != "" {
+		mem.daemonWrote.Store(&version)
+	}
+}
+
+// keys are the names of the remembered objects.
+func (m *memories) keys() []types.NamespacedName {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(m.byKey))
+	for key := range m.byKey {
+		out = append(out, key)
+	}
+	return out
+}
+
+// size is the number of remembered objects.
+func (m *memories) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byUID)
+}
+
+// firstReport records a malformed value and reports whether it is new.
+func (mem *memory) firstReport(what, value string) bool {
+	if mem.reported == nil {
+		mem.reported = map[string]string{}
+	}
+	if prev, ok := mem.reported[what]; ok && prev == value {
+		return false
+	}
+	mem.reported[what] = value
+	return true
+}

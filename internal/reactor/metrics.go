@@ -1,0 +1,80 @@
+package reactor
+
+import (
+	"context"
+	"time"
+
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/freeze"
+	"github.com/kopf-go/kopf/internal/metrics"
+)
+
+// invoked counts one attempt of a change handler of the reconciler's kind.
+func (r *reconciler) invoked(id, cause string, o execution.Outcome, took time.Duration) {
+	metrics.Invoked(r.kindLabel, id, cause, string(execution.Classify(o)), took, !o.NotCalled)
+}
+
+// daemonMetrics is the supervisor's observer: it counts daemons and
+// timers, and their calls as handler invocations with the cause "daemon"
+// or "timer".
+type daemonMetrics struct{}
+
+var _ daemons.Observer = daemonMetrics{}
+
+// kindOf is the kind label of a host: the engine's hosts are its
+// reconcilers, one per kind.
+func kindOf(host daemons.Host) string {
+	if r, ok := host.(*reconciler); ok {
+		return r.kindLabel
+	}
+	return ""
+}
+
+func (daemonMetrics) Spawned(host daemons.Host, h *daemons.Handler) {
+	metrics.DaemonSpawned(kindOf(host), h.ID)
+}
+
+func (daemonMetrics) Stopping(host daemons.Host, h *daemons.Handler) {
+	metrics.DaemonStopping(kindOf(host), h.ID)
+}
+
+func (daemonMetrics) Attempted(host daemons.Host, h *daemons.Handler, o execution.Outcome, took time.Duration) {
+	cause := metrics.CauseDaemon
+	if h.Kind == daemons.KindTimer {
+		cause = metrics.CauseTimer
+	}
+	metrics.Invoked(kindOf(host), h.ID, cause, string(execution.Classify(o)), took, !o.NotCalled)
+}
+
+// Exited counts the exit under its stop reason; one that was not asked to
+// stop is DONE, as Kopf names a daemon that ended on its own.
+func (daemonMetrics) Exited(host daemons.Host, h *daemons.Handler, reason daemons.StopReason) {
+	label := reason
+	if label == 0 {
+		label = daemons.StopDone
+	}
+	metrics.DaemonExited(kindOf(host), h.ID, label.String(), reason != 0)
+}
+
+// metricsRelease takes the operator out of the metrics when its manager
+// stops: its kinds' objects out of the gauges, and its frozen state, so
+// that another operator in the same process (as in tests) starts from
+// zero. Daemons and timers leave the gauges themselves as they exit. It
+// runs on every replica.
+type metricsRelease struct {
+	kinds    []*reconciler
+	identity string
+	toggle   *freeze.Toggle
+}
+
+func (m *metricsRelease) NeedLeaderElection() bool { return false }
+
+func (m *metricsRelease) Start(ctx context.Context) error {
+	<-ctx.Done()
+	for _, r := range m.kinds {
+		r.memories.release()
+	}
+	metrics.UnwatchFrozen(m.identity, m.toggle)
+	return nil
+}
