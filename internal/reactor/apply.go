@@ -21,6 +21,11 @@ import (
 // object together (keys and values).
 const annotationsSizeLimit = 256 * 1024
 
+// writeTimeout bounds a cycle's write once the operator is stopping or
+// freezing: the write outlives that cancellation, because its handlers have
+// already run, and a lost write would run them again after the restart.
+const writeTimeout = 30 * time.Second
+
 // storeEssence adds the new last handled essence to the cycle's patch.
 func (r *reconciler) storeEssence(c *cycle, essence map[string]any) {
 	r.settings.DiffBase.Store(c.body, c.patch, essence)
@@ -34,7 +39,9 @@ func (r *reconciler) storeEssence(c *cycle, essence map[string]any) {
 func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, error) {
 	r.guardAnnotationsSize(ctx, c)
 	before := c.obj.GetResourceVersion()
-	conflict, err := r.write(ctx, c)
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	conflict, err := r.write(writeCtx, c)
 	if err != nil {
 		if !c.patch.IsEmpty() {
 			c.mem.unwritten = c.patch

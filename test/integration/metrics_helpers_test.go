@@ -76,12 +76,24 @@ func invocations(handler, cause, outcome string) string {
 // count as zero), failing with the differences after 30 s.
 func waitForSamples(t *testing.T, at, what string, want map[string]float64) samples {
 	t.Helper()
+	return waitFor(t, at, what, want, func(got, want float64) bool { return got == want })
+}
+
+// waitForAtLeast is waitForSamples for counters that keep growing (a
+// timer's ticks): a scrape may see them past the wanted value.
+func waitForAtLeast(t *testing.T, at, what string, want map[string]float64) samples {
+	t.Helper()
+	return waitFor(t, at, what, want, func(got, want float64) bool { return got >= want })
+}
+
+func waitFor(t *testing.T, at, what string, want map[string]float64, ok func(got, want float64) bool) samples {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got := scrape(t, at)
 		var wrong []string
 		for s, v := range want {
-			if got[s] != v {
+			if !ok(got[s], v) {
 				wrong = append(wrong, fmt.Sprintf("%s = %v, want %v", s, got[s], v))
 			}
 		}

@@ -46,6 +46,11 @@ func TestHandlerPatchResultsAndLogger(t *testing.T) {
 	mergePatch(t, ns, "kopf-example-1", `{"status":{"update_fn/spec.field":{"old":"kept"}}}`, true)
 	mergePatch(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`, false)
 	eventually(t, "the update is handled", func() bool { return op.Logs.Count("Updating is processed: 2 succeeded; 0 failed.") == 1 })
+	// The line comes before the cycle's write: wait for the write.
+	eventually(t, "the update's results are written", func() bool {
+		_, found, _ := unstructured.NestedFieldNoCopy(get(t, ns, "kopf-example-1").Object, "status", "scalar_fn/spec.field")
+		return found
+	})
 
 	obj := get(t, ns, "kopf-example-1")
 	if obj.GetLabels()["patched"] != "yes" || obj.GetAnnotations()["patched.example.com/by"] != "create_fn" {
