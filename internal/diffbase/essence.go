@@ -13,9 +13,6 @@ import (
 	"github.com/kopf-go/kopf/internal/pyjson"
 )
 
-// essenceStanzas are pruned from an essence when they end up empty.
-var essenceStanzas = []fields.Path{{"metadata", "annotations"}, {"metadata", "labels"}, {"metadata"}, {"status"}}
-
 // BuildEssence extracts what handlers care about from a raw body: every
 // top-level field except apiVersion, kind, metadata and status, plus
 // metadata.labels and metadata.annotations (without kubectl's last-applied
@@ -45,7 +42,7 @@ func BuildEssence(body map[string]any, extra, ignored []fields.Path) map[string]
 			fields.Set(essence, p, fields.DeepCopy(v))
 		}
 	}
-	fields.PruneEmpty(essence, essenceStanzas...)
+	fields.PruneEmptyStanzas(essence)
 	for _, p := range ignored {
 		fields.RemovePruning(essence, p)
 	}
