@@ -5,6 +5,7 @@ package diffbase
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"strings"
 
@@ -77,7 +78,7 @@ func userAnnotations(all map[string]any) map[string]any {
 // Python's json.dumps does: no HTML escaping, non-ASCII as \u escapes.
 func Encode(essence map[string]any) []byte {
 	var b bytes.Buffer
-	top := sortedKeys(essence)
+	top := slices.Sorted(maps.Keys(essence))
 	top = moveLast(top, "metadata", "status")
 	b.WriteByte('{')
 	for i, k := range top {
@@ -97,7 +98,7 @@ func Encode(essence map[string]any) []byte {
 }
 
 func writeOrdered(b *bytes.Buffer, m map[string]any, first ...string) {
-	order := sortedKeys(m)
+	order := slices.Sorted(maps.Keys(m))
 	for i := len(first) - 1; i >= 0; i-- {
 		if idx := slices.Index(order, first[i]); idx >= 0 {
 			order = append([]string{first[i]}, slices.Delete(order, idx, idx+1)...)
@@ -122,15 +123,6 @@ func writeValue(b *bytes.Buffer, v any) {
 }
 
 func writeString(b *bytes.Buffer, s string) { writeValue(b, s) }
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 func moveLast(order []string, last ...string) []string {
 	for _, name := range last {
