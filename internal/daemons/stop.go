@@ -99,16 +99,22 @@ func (r *runner) stop(reason StopReason) {
 		return
 	}
 	r.stopSince = r.sup.clock.Now()
-	close(r.stopped)
-	r.sup.settings.Observer.Stopping(r.obj.host, &r.h)
 	backoff, timeout := r.h.CancellationBackoff, r.h.CancellationTimeout
 	if r.h.Kind == KindTimer {
 		backoff, timeout = 0, 0 // timers wake from their sleeps at once
 	}
+	// The line that says how the runner is asked to stop comes before
+	// Stopped is closed: a daemon that watches Stopped may exit, and log
+	// that it did, at once.
 	if backoff > 0 {
 		r.reason |= StopSignalled
 		r.sup.settings.Local(r.log).V(1).Info(fmt.Sprintf("%s is signalled to exit gracefully.", r.h.Handler))
 	} else {
+		r.logForced()
+	}
+	close(r.stopped)
+	r.sup.settings.Observer.Stopping(r.obj.host, &r.h)
+	if backoff == 0 {
 		r.cancelLocked()
 	}
 	if backoff > 0 || timeout > 0 {
@@ -118,15 +124,19 @@ func (r *runner) stop(reason StopReason) {
 	}
 }
 
+// logForced says that a daemon's context is about to be cancelled. Timers
+// are not forced: their sleeps end, and a tick in progress learns from its
+// context, as usual.
+func (r *runner) logForced() {
+	if r.h.Kind == KindDaemon {
+		r.sup.settings.Local(r.log).V(1).Info(fmt.Sprintf("%s is signalled to exit by force.", r.h.Handler))
+	}
+}
+
 // cancelLocked cancels the runner's context with its reasons (the caller
 // holds sup.mu), so that the function sees why it is stopped.
 func (r *runner) cancelLocked() {
 	r.reason |= StopCancelled
-	if r.h.Kind == KindDaemon {
-		// Timers are not forced: their sleeps end, and a tick in progress
-		// learns from its context, as usual.
-		r.sup.settings.Local(r.log).V(1).Info(fmt.Sprintf("%s is signalled to exit by force.", r.h.Handler))
-	}
 	r.cancel(r.reason)
 }
 
@@ -141,6 +151,7 @@ func (r *runner) escalate(backoff, timeout time.Duration) {
 			return
 		}
 		r.sup.mu.Lock()
+		r.logForced()
 		r.cancelLocked()
 		r.escalating = timeout > 0
 		r.sup.mu.Unlock()
