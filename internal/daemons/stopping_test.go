@@ -156,6 +156,38 @@ func TestStopPoliteDaemon(t *testing.T) {
 	}
 }
 
+// TestStopLogsBeforeSignalling checks that the line saying how a daemon is
+// asked to stop is logged before Stopped is closed, so that it comes before
+// anything the daemon logs as it exits.
+func TestStopLogsBeforeSignalling(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"by force", Spec{}, "Daemon 'x' is signalled to exit by force."},
+		{"gracefully", Spec{CancellationBackoff: time.Minute}, "Daemon 'x' is signalled to exit gracefully."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Settings{})
+			h.sync(h.daemon("x", tt.spec))
+			c := h.next()
+			logged := make(chan int, 1)
+			c.do(func(ctx context.Context, d *DaemonCause) (any, error) {
+				<-d.Stopped()
+				logged <- len(h.logs.Find(tt.want))
+				return nil, nil
+			})
+			h.sup.Stop(ref.UID, StopResourceDeleted)
+			if diff := cmp.Diff(1, <-logged); diff != "" {
+				t.Errorf("lines %q when Stopped is closed (-want +got):\n%s", tt.want, diff)
+			}
+			h.exited(ref.UID)
+		})
+	}
+}
+
 // TestStopTimeout checks that a daemon that ignores its context is
 // abandoned after the backoff and the timeout: it no longer blocks the
 // deletion, and its object is reconciled to notice that.

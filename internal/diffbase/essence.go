@@ -5,6 +5,7 @@ package diffbase
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,9 +13,6 @@ import (
 	"github.com/kopf-go/kopf/internal/keys"
 	"github.com/kopf-go/kopf/internal/pyjson"
 )
-
-// essenceStanzas are pruned from an essence when they end up empty.
-var essenceStanzas = []fields.Path{{"metadata", "annotations"}, {"metadata", "labels"}, {"metadata"}, {"status"}}
 
 // BuildEssence extracts what handlers care about from a raw body: every
 // top-level field except apiVersion, kind, metadata and status, plus
@@ -45,7 +43,7 @@ func BuildEssence(body map[string]any, extra, ignored []fields.Path) map[string]
 			fields.Set(essence, p, fields.DeepCopy(v))
 		}
 	}
-	fields.PruneEmpty(essence, essenceStanzas...)
+	fields.PruneEmptyStanzas(essence)
 	for _, p := range ignored {
 		fields.RemovePruning(essence, p)
 	}
@@ -80,7 +78,7 @@ func userAnnotations(all map[string]any) map[string]any {
 // Python's json.dumps does: no HTML escaping, non-ASCII as \u escapes.
 func Encode(essence map[string]any) []byte {
 	var b bytes.Buffer
-	top := sortedKeys(essence)
+	top := slices.Sorted(maps.Keys(essence))
 	top = moveLast(top, "metadata", "status")
 	b.WriteByte('{')
 	for i, k := range top {
@@ -100,7 +98,7 @@ func Encode(essence map[string]any) []byte {
 }
 
 func writeOrdered(b *bytes.Buffer, m map[string]any, first ...string) {
-	order := sortedKeys(m)
+	order := slices.Sorted(maps.Keys(m))
 	for i := len(first) - 1; i >= 0; i-- {
 		if idx := slices.Index(order, first[i]); idx >= 0 {
 			order = append([]string{first[i]}, slices.Delete(order, idx, idx+1)...)
@@ -125,15 +123,6 @@ func writeValue(b *bytes.Buffer, v any) {
 }
 
 func writeString(b *bytes.Buffer, s string) { writeValue(b, s) }
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 func moveLast(order []string, last ...string) []string {
 	for _, name := range last {

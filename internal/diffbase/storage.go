@@ -50,7 +50,7 @@ func (s *Annotations) Build(body map[string]any, extra []fields.Path) map[string
 			delete(m, k)
 		}
 	}
-	fields.PruneEmpty(essence, essenceStanzas...)
+	fields.PruneEmptyStanzas(essence)
 	return essence
 }
 
@@ -108,7 +108,7 @@ func NewStatus() *Status {
 func (s *Status) Build(body map[string]any, extra []fields.Path) map[string]any {
 	essence := BuildEssence(body, extra, s.Ignored)
 	fields.RemovePruning(essence, s.Field)
-	fields.PruneEmpty(essence, essenceStanzas...)
+	fields.PruneEmptyStanzas(essence)
 	return essence
 }
 

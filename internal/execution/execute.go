@@ -125,15 +125,6 @@ func handlerContext(ctx context.Context, h *Handler, st *HandlerState) (context.
 //go:noinline
 func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time, defaults Defaults, result any, err error) Outcome {
 	log := logr.FromContextOrDiscard(ctx)
-	errorsMode := h.Errors
-	if errorsMode == ErrorsDefault {
-		errorsMode = defaults.Errors
-	}
-	backoff := defaults.Backoff
-	if h.Backoff != nil {
-		backoff = *h.Backoff
-	}
-	runtime := st.Runtime(now)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		log.Info(fmt.Sprintf("%s is cancelled.", h))
 		return Outcome{Cancelled: true, Err: err}
@@ -142,10 +133,6 @@ func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time,
 		log.Info(fmt.Sprintf("%s succeeded.", h))
 		return Outcome{Final: true, Result: result}
 	}
-
-	willTimeOut := func(delay time.Duration) bool { return h.Timeout > 0 && runtime+delay >= h.Timeout }
-	willExceed := h.Retries > 0 && st.Retries+1 >= h.Retries
-
 	var temporary *TemporaryError
 	var children *ChildrenRetry
 	switch {
@@ -154,24 +141,45 @@ func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time,
 		delay := children.Delay
 		return Outcome{Err: err, Delay: &delay}
 	case errors.As(err, &temporary):
-		switch {
-		case willTimeOut(temporary.Delay):
-			msg := fmt.Sprintf("%s failed temporarily but will time out after %s seconds: %s", h, seconds(h.Timeout), err)
-			log.Error(nil, msg)
-			return Outcome{Final: true, Err: &HandlerTimeoutError{Message: msg}}
-		case willExceed:
-			msg := fmt.Sprintf("%s failed temporarily but will exceed %d retries: %s", h, h.Retries, err)
-			log.Error(nil, msg)
-			return Outcome{Final: true, Err: &HandlerRetriesError{Message: msg}}
-		}
-		log.Error(nil, fmt.Sprintf("%s failed temporarily: %s", h, err))
-		delay := temporary.Delay
-		return Outcome{Err: err, Delay: &delay}
+		return failedTemporarily(log, h, st, now, temporary.Delay, err)
 	case isPermanent(err):
 		log.Error(nil, fmt.Sprintf("%s failed permanently: %s", h, err))
 		return Outcome{Final: true, Err: err}
 	}
+	return failedArbitrarily(log, h, st, now, defaults, err)
+}
 
+// failedTemporarily retries the handler after the delay it asked for,
+// unless the retry would be past its timeout or retries: then it fails
+// now, as Kopf does, rather than wait for an attempt that cannot run.
+func failedTemporarily(log logr.Logger, h *Handler, st *HandlerState, now time.Time, delay time.Duration, err error) Outcome {
+	switch {
+	case willTimeOut(h, st, now, delay):
+		msg := fmt.Sprintf("%s failed temporarily but will time out after %s seconds: %s", h, seconds(h.Timeout), err)
+		log.Error(nil, msg)
+		return Outcome{Final: true, Err: &HandlerTimeoutError{Message: msg}}
+	case willExceed(h, st):
+		msg := fmt.Sprintf("%s failed temporarily but will exceed %d retries: %s", h, h.Retries, err)
+		log.Error(nil, msg)
+		return Outcome{Final: true, Err: &HandlerRetriesError{Message: msg}}
+	}
+	log.Error(nil, fmt.Sprintf("%s failed temporarily: %s", h, err))
+	return Outcome{Err: err, Delay: &delay}
+}
+
+// failedArbitrarily applies the handler's errors mode to an error of no
+// known class (a panic included, whose stack goes into the log line), and
+// retries after the backoff unless the retry would be past the handler's
+// timeout or retries.
+func failedArbitrarily(log logr.Logger, h *Handler, st *HandlerState, now time.Time, defaults Defaults, err error) Outcome {
+	errorsMode := h.Errors
+	if errorsMode == ErrorsDefault {
+		errorsMode = defaults.Errors
+	}
+	backoff := defaults.Backoff
+	if h.Backoff != nil {
+		backoff = *h.Backoff
+	}
 	var panicked *PanicError
 	if errors.As(err, &panicked) {
 		log = log.WithValues("stack", string(panicked.Stack))
@@ -183,17 +191,29 @@ func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time,
 	case errorsMode == ErrorsPermanent:
 		log.Error(err, fmt.Sprintf("%s failed with an exception and will stop now: %s", h, err))
 		return Outcome{Final: true, Err: err}
-	case willTimeOut(backoff):
+	case willTimeOut(h, st, now, backoff):
 		msg := fmt.Sprintf("%s failed with an exception and will stop now (it would time out in %s seconds on the next attempt): %s", h, seconds(h.Timeout), err)
 		log.Error(err, msg)
 		return Outcome{Final: true, Err: &HandlerTimeoutError{Message: msg}}
-	case willExceed:
+	case willExceed(h, st):
 		msg := fmt.Sprintf("%s failed with an exception and will stop now (it would exceed %d retries on the next attempt): %s", h, h.Retries, err)
 		log.Error(err, msg)
 		return Outcome{Final: true, Err: &HandlerRetriesError{Message: msg}}
 	}
 	log.Error(err, fmt.Sprintf("%s failed with an exception and will try again in %s seconds: %s", h, seconds(backoff), err))
 	return Outcome{Err: err, Delay: &backoff}
+}
+
+// willTimeOut is the look-ahead on the timeout: whether the next attempt,
+// after the delay, would start past it.
+func willTimeOut(h *Handler, st *HandlerState, now time.Time, delay time.Duration) bool {
+	return h.Timeout > 0 && st.Runtime(now)+delay >= h.Timeout
+}
+
+// willExceed is the look-ahead on the retries: whether the next attempt
+// would be one more than allowed.
+func willExceed(h *Handler, st *HandlerState) bool {
+	return h.Retries > 0 && st.Retries+1 >= h.Retries
 }
 
 // PanicError is a handler's panic, turned into an error.

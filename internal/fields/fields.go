@@ -230,6 +230,19 @@ func PruneEmpty(body map[string]any, paths ...Path) {
 	}
 }
 
+// stanzas are the containers of a body that an essence keeps, children
+// before their parents, for PruneEmptyStanzas.
+var stanzas = []Path{{"metadata", "annotations"}, {"metadata", "labels"}, {"metadata"}, {"status"}}
+
+// PruneEmptyStanzas removes metadata.annotations, metadata.labels, metadata
+// and status where they are left as empty maps, so that an essence that
+// loses its last label, annotation or stored field equals one that never
+// had any. The essence is diffbase's idea, but the list lives here:
+// progress clears its records from essences too, the two packages are
+// peers in the layering (test/arch) and may not import each other, and
+// fields is the lowest package that both use.
+func PruneEmptyStanzas(body map[string]any) { PruneEmpty(body, stanzas...) }
+
 // RemovePruning deletes the field at the path and then every map on the
 // path that it leaves empty, as Kopf's dicts.remove does, so that removing
 // a field leaves no empty parents behind.

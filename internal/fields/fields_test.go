@@ -355,3 +355,30 @@ func TestPruneEmpty(t *testing.T) {
 		})
 	}
 }
+
+func TestPruneEmptyStanzas(t *testing.T) {
+	tests := []struct {
+		name string
+		body map[string]any
+		want map[string]any
+	}{
+		{"children before parents",
+			map[string]any{"metadata": map[string]any{"annotations": map[string]any{}, "labels": map[string]any{}}, "status": map[string]any{}, "spec": map[string]any{}},
+			map[string]any{"spec": map[string]any{}}},
+		{"non-empty stay",
+			map[string]any{"metadata": map[string]any{"annotations": map[string]any{"a": "b"}, "labels": map[string]any{}}, "status": map[string]any{"phase": "x"}},
+			map[string]any{"metadata": map[string]any{"annotations": map[string]any{"a": "b"}}, "status": map[string]any{"phase": "x"}}},
+		{"other empty maps stay",
+			map[string]any{"spec": map[string]any{}, "metadata": map[string]any{"finalizers": map[string]any{}}},
+			map[string]any{"spec": map[string]any{}, "metadata": map[string]any{"finalizers": map[string]any{}}}},
+		{"absent stanzas are fine", map[string]any{}, map[string]any{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			PruneEmptyStanzas(tt.body)
+			if diff := cmp.Diff(tt.want, tt.body); diff != "" {
+				t.Errorf("PruneEmptyStanzas() -want +got:\n%s", diff)
+			}
+		})
+	}
+}

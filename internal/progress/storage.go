@@ -24,9 +24,6 @@ type Storage interface {
 	Clear(essence map[string]any)
 }
 
-// essenceStanzas are the containers that Clear prunes when they become empty.
-var essenceStanzas = []fields.Path{{"metadata", "annotations"}, {"metadata", "labels"}, {"metadata"}, {"status"}}
-
 // Annotations stores each record as compact JSON in the annotation
 // <prefix>/<handler id>, with Kopf's key forming (keys.Convention).
 type Annotations struct {
@@ -86,7 +83,7 @@ func (s *Annotations) Clear(essence map[string]any) {
 			}
 		}
 	}
-	fields.PruneEmpty(essence, essenceStanzas...)
+	fields.PruneEmptyStanzas(essence)
 }
 
 // Status stores records as maps in status.<field>.<handler id>. Kopf reads
@@ -138,7 +135,7 @@ func (s *Status) path(id string) fields.Path {
 // Clear removes the storage's field from an essence.
 func (s *Status) Clear(essence map[string]any) {
 	fields.Remove(essence, s.Field)
-	fields.PruneEmpty(essence, essenceStanzas...)
+	fields.PruneEmptyStanzas(essence)
 }
 
 // Multi writes to all its storages and reads from the first that has a record.

@@ -82,6 +82,19 @@ func (r *Registry) Fail(err error) { r.errs = append(r.errs, err) }
 // Validate reports every registration problem at once.
 func (r *Registry) Validate() error {
 	errs := append([]error(nil), r.errs...)
+	errs = append(errs, r.validateActivities()...)
+	for _, k := range r.Kinds {
+		errs = append(errs, validateChanging(k)...)
+		errs = append(errs, validateWatching(k)...)
+		errs = append(errs, r.validateIndexing(k)...)
+		errs = append(errs, validateSpawning(k)...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateActivities finds activity handlers registered twice under one id.
+func (r *Registry) validateActivities() []error {
+	var errs []error
 	activities := map[string]bool{}
 	for _, h := range r.Activities {
 		if activities[h.ID] {
@@ -89,63 +102,89 @@ func (r *Registry) Validate() error {
 		}
 		activities[h.ID] = true
 	}
-	for _, k := range r.Kinds {
-		type idReason struct {
-			id     string
-			reason causes.Reason
+	return errs
+}
+
+// validateChanging checks the kind's change handlers: ids, which must be
+// unique per cause, filters that only make sense together, and limits.
+func validateChanging(k *Kind) []error {
+	type idReason struct {
+		id     string
+		reason causes.Reason
+	}
+	var errs []error
+	seen := map[idReason]bool{}
+	for _, h := range k.Changing {
+		if h.ID == "" {
+			errs = append(errs, fmt.Errorf("%s: a handler has no id", k.GVK.Kind))
 		}
-		seen := map[idReason]bool{}
-		for _, h := range k.Changing {
-			if h.ID == "" {
-				errs = append(errs, fmt.Errorf("%s: a handler has no id", k.GVK.Kind))
-			}
-			if key := (idReason{h.ID, h.Reason}); seen[key] {
-				errs = append(errs, fmt.Errorf("%s: handler id %q is registered twice for the same cause", k.GVK.Kind, h.ID))
-			} else {
-				seen[key] = true
-			}
-			if (h.Old.IsSet() || h.New.IsSet()) && h.Value.IsSet() {
-				errs = append(errs, fmt.Errorf("%s: handler %q: a value filter cannot be combined with old/new filters", k.GVK.Kind, h.ID))
-			}
-			if (h.Old.IsSet() || h.New.IsSet() || h.Value.IsSet()) && len(h.Field) == 0 {
-				errs = append(errs, fmt.Errorf("%s: handler %q: value/old/new filters need a field", k.GVK.Kind, h.ID))
-			}
-			if h.Retries < 0 || h.Timeout < 0 || (h.Backoff != nil && *h.Backoff < 0) {
-				errs = append(errs, fmt.Errorf("%s: handler %q: retries, timeout and backoff cannot be negative", k.GVK.Kind, h.ID))
-			}
+		if key := (idReason{h.ID, h.Reason}); seen[key] {
+			errs = append(errs, fmt.Errorf("%s: handler id %q is registered twice for the same cause", k.GVK.Kind, h.ID))
+		} else {
+			seen[key] = true
 		}
-		lowLevel := map[string]bool{}
-		for _, h := range k.Watching {
-			if lowLevel["event "+h.ID] {
-				errs = append(errs, fmt.Errorf("%s: on-event handler id %q is registered twice", k.GVK.Kind, h.ID))
-			}
-			lowLevel["event "+h.ID] = true
+		if (h.Old.IsSet() || h.New.IsSet()) && h.Value.IsSet() {
+			errs = append(errs, fmt.Errorf("%s: handler %q: a value filter cannot be combined with old/new filters", k.GVK.Kind, h.ID))
 		}
-		for _, h := range k.Indexing {
-			if r.indexIDs[h.ID] > 1 {
-				errs = append(errs, fmt.Errorf("index %q is registered twice: index ids are operator-wide", h.ID))
-				r.indexIDs[h.ID] = 1 // report once
-			}
+		if (h.Old.IsSet() || h.New.IsSet() || h.Value.IsSet()) && len(h.Field) == 0 {
+			errs = append(errs, fmt.Errorf("%s: handler %q: value/old/new filters need a field", k.GVK.Kind, h.ID))
 		}
-		spawned := map[string]bool{}
-		for _, h := range k.Spawning {
-			if h.ID == "" {
-				errs = append(errs, fmt.Errorf("%s: a daemon or timer has no id", k.GVK.Kind))
-			}
-			if spawned[h.ID] {
-				errs = append(errs, fmt.Errorf("%s: daemon or timer id %q is registered twice", k.GVK.Kind, h.ID))
-			}
-			spawned[h.ID] = true
-			if h.Value.IsSet() && len(h.Field) == 0 {
-				errs = append(errs, fmt.Errorf("%s: %s: a value filter needs a field", k.GVK.Kind, h.Handler))
-			}
-			if h.Retries < 0 || h.Timeout < 0 || (h.Backoff != nil && *h.Backoff < 0) || h.Interval < 0 || h.Idle < 0 ||
-				h.CancellationBackoff < 0 || h.CancellationTimeout < 0 || h.CancellationPolling < 0 {
-				errs = append(errs, fmt.Errorf("%s: %s: durations and retries cannot be negative", k.GVK.Kind, h.Handler))
-			}
+		if h.Retries < 0 || h.Timeout < 0 || (h.Backoff != nil && *h.Backoff < 0) {
+			errs = append(errs, fmt.Errorf("%s: handler %q: retries, timeout and backoff cannot be negative", k.GVK.Kind, h.ID))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// validateWatching finds the kind's on-event handlers registered twice.
+func validateWatching(k *Kind) []error {
+	var errs []error
+	lowLevel := map[string]bool{}
+	for _, h := range k.Watching {
+		if lowLevel["event "+h.ID] {
+			errs = append(errs, fmt.Errorf("%s: on-event handler id %q is registered twice", k.GVK.Kind, h.ID))
+		}
+		lowLevel["event "+h.ID] = true
+	}
+	return errs
+}
+
+// validateIndexing finds the kind's indices whose ids are registered more
+// than once: index ids are operator-wide, so each clash is reported once,
+// at the first index with that id, whichever kinds the others are of.
+func (r *Registry) validateIndexing(k *Kind) []error {
+	var errs []error
+	for _, h := range k.Indexing {
+		if r.indexIDs[h.ID] > 1 {
+			errs = append(errs, fmt.Errorf("index %q is registered twice: index ids are operator-wide", h.ID))
+			r.indexIDs[h.ID] = 1 // report once
+		}
+	}
+	return errs
+}
+
+// validateSpawning checks the kind's daemons and timers: ids, which must be
+// unique per kind, the value filter's field, and durations.
+func validateSpawning(k *Kind) []error {
+	var errs []error
+	spawned := map[string]bool{}
+	for _, h := range k.Spawning {
+		if h.ID == "" {
+			errs = append(errs, fmt.Errorf("%s: a daemon or timer has no id", k.GVK.Kind))
+		}
+		if spawned[h.ID] {
+			errs = append(errs, fmt.Errorf("%s: daemon or timer id %q is registered twice", k.GVK.Kind, h.ID))
+		}
+		spawned[h.ID] = true
+		if h.Value.IsSet() && len(h.Field) == 0 {
+			errs = append(errs, fmt.Errorf("%s: %s: a value filter needs a field", k.GVK.Kind, h.Handler))
+		}
+		if h.Retries < 0 || h.Timeout < 0 || (h.Backoff != nil && *h.Backoff < 0) || h.Interval < 0 || h.Idle < 0 ||
+			h.CancellationBackoff < 0 || h.CancellationTimeout < 0 || h.CancellationPolling < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s: durations and retries cannot be negative", k.GVK.Kind, h.Handler))
+		}
+	}
+	return errs
 }
 
 // ExtraFields are the fields some handler watches; they join the essence
