@@ -65,8 +65,10 @@ func startupRetried(ctx context.Context, a *handlers.Activity) error {
 func (t *podTasks) cleanup(ctx context.Context, a *handlers.Activity) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Cleaning up...")
-	t.stop()
+	// The line comes first: a task told to stop may say it has finished
+	// before this goroutine gets to log.
 	log.Info("All pod-tasks are requested to stop...")
+	t.stop()
 	t.wait()
 	return nil
 }
