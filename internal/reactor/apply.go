@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/patch"
 )
 
@@ -62,7 +62,7 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 		// slow re-check of those that do not.
 		return reconcile.Result{RequeueAfter: c.polling}, nil
 	case c.pending && (c.delay > 0 || !written):
-		c.local.V(1).Info(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", seconds(c.delay)))
+		c.local.V(1).Info(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", execution.Seconds(c.delay.Round(logPrecision))))
 		return reconcile.Result{RequeueAfter: max(c.delay, time.Millisecond)}, nil
 	case c.pending:
 		c.local.V(1).Info("Sleeping was skipped because of the patch, 0 seconds left.")
@@ -219,10 +219,9 @@ func copyMetadata(obj client.Object, from *metav1.PartialObjectMetadata) {
 	obj.SetManagedFields(from.GetManagedFields())
 }
 
-// seconds renders a delay as Kopf logs it, to the millisecond: "1.5".
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64)
-}
+// logPrecision is what measured delays are rounded to in log lines: the
+// clock's nanosecond noise is not worth printing ("1.5", not "1.499999").
+const logPrecision = time.Millisecond
 
 // skipGone turns "the object is gone" into nothing to do.
 func skipGone(c *cycle, err error) error {

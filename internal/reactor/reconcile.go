@@ -46,7 +46,7 @@ func (r *reconciler) throttle(c *cycle, now time.Time, result reconcile.Result, 
 	delay := delays[min(c.mem.throttles, len(delays)-1)]
 	c.mem.throttles++
 	c.mem.throttledUntil = now.Add(delay)
-	c.local.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", seconds(delay), err))
+	c.local.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", execution.Seconds(delay.Round(logPrecision)), err))
 	return reconcile.Result{RequeueAfter: delay}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/diffbase"
+	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/lazylog"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
@@ -80,6 +81,6 @@ func (r *reconciler) stopDaemons(c *cycle) {
 	b := r.sup.Stop(c.obj.GetUID(), daemons.StopResourceDeleted)
 	c.blocking, c.polling = b.Names, b.Polling
 	for _, name := range b.Lingering {
-		c.local.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, seconds(c.polling)))
+		c.local.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, execution.Seconds(c.polling.Round(logPrecision))))
 	}
 }
