@@ -189,7 +189,7 @@ func (r *reconciler) runSubhandlers(ctx context.Context, c *cycle, subject *regi
 	var subs []*registry.ChangeHandler
 	for _, item := range registered {
 		h := *item.(*registry.ChangeHandler) // each parent call registers afresh
-		h.ID = parent + "/" + h.ID
+		h.ID = registry.SubID(parent, h.ID)
 		subs = append(subs, &h)
 	}
 	kind := &registry.Kind{Changing: subs}
