@@ -7,13 +7,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -23,126 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/diffbase"
-	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/freeze"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/posting"
-	"github.com/kopf-go/kopf/internal/progress"
 	"github.com/kopf-go/kopf/internal/registry"
 )
-
-// Settings are the engine's knobs; zero values mean Kopf's defaults (see
-// Defaults).
-type Settings struct {
-	// Finalizer is the finalizer that blocks deletion while delete
-	// handlers are pending.
-	Finalizer string
-	// Progress stores per-handler progress records.
-	Progress progress.Storage
-	// DiffBase stores the last handled essence.
-	DiffBase diffbase.Storage
-	// DefaultBackoff is the retry delay after arbitrary errors.
-	DefaultBackoff time.Duration
-	// ConsistencyTimeout bounds the wait for the cache to catch up with
-	// this operator's own writes; negative disables the wait.
-	ConsistencyTimeout time.Duration
-	// MaxConcurrentReconciles is how many objects of a kind are processed
-	// at once.
-	MaxConcurrentReconciles int
-	// Clock is the source of time, replaceable in tests.
-	Clock clock.WithTicker
-	// Poster posts Events about problems users should see; nil: none.
-	Poster *posting.Poster
-	// ShutdownGrace and ReportInterval: see daemons.Settings.
-	ShutdownGrace  time.Duration
-	ReportInterval time.Duration
-	// Namespaces to serve; none: the whole cluster.
-	Namespaces []string
-	// Peering: mode, name, priority, lifetime, identity.
-	Peering peering.Settings
-	// WrapClient, if set, wraps the clients the engine reads and writes
-	// with (instrumentation, or fault injection in tests). Patches pass
-	// *metav1.PartialObjectMetadata objects.
-	WrapClient func(client.Client) client.Client
-	// Memo is the operator's memo; objects' memos start as copies of it.
-	Memo *memo.Memo
-	// Indices are the operator's indices, filled by index handlers.
-	Indices *indexing.Indices
-	// ErrorDelays are the delays after unexpected errors in a row (the
-	// last repeats); nil: Kopf's; empty: no throttling.
-	ErrorDelays []time.Duration
-	// Posting are the gates of Events (and whether log lines are posted).
-	Posting posting.Settings
-	// Client is what handlers find in their context (ClientFrom): the
-	// manager's client, set by Setup.
-	Client client.Client
-	// Ready, if set, is closed once the startup handlers have finished:
-	// for a program that embeds the operator and waits for it.
-	Ready chan struct{}
-}
-
-// DefaultErrorDelays are Kopf's queueing.error_delays.
-var DefaultErrorDelays = []time.Duration{1 * time.Second, 1 * time.Second, 2 * time.Second, 3 * time.Second,
-	5 * time.Second, 8 * time.Second, 13 * time.Second, 21 * time.Second, 34 * time.Second, 55 * time.Second,
-	89 * time.Second, 144 * time.Second, 233 * time.Second, 377 * time.Second, 610 * time.Second}
-
-// enqueueBuffer is how many reconcile requests of daemons may wait for the
-// controller to take them.
-const enqueueBuffer = 1024
-
-// Defaults of Settings, equal to Kopf's where Kopf has one.
-const (
-	DefaultFinalizer               = "kopf.zalando.org/KopfFinalizerMarker"
-	DefaultBackoff                 = 60 * time.Second
-	DefaultConsistencyTimeout      = 5 * time.Second
-	DefaultMaxConcurrentReconciles = 16
-)
-
-// Reasons of the Warning Events about an object's stored state.
-const (
-	ReasonInvalidProgress  = "InvalidProgress"
-	ReasonInvalidDiffBase  = "InvalidLastHandledConfiguration"
-	ReasonDiffBaseTooLarge = "LastHandledConfigurationTooLarge"
-)
-
-// WithDefaults fills the zero fields.
-func (s Settings) WithDefaults() Settings {
-	if s.Finalizer == "" {
-		s.Finalizer = DefaultFinalizer
-	}
-	if s.Progress == nil {
-		s.Progress = progress.NewSmart()
-	}
-	if s.DiffBase == nil {
-		s.DiffBase = diffbase.NewAnnotations()
-	}
-	if s.DefaultBackoff == 0 {
-		s.DefaultBackoff = DefaultBackoff
-	}
-	if s.ConsistencyTimeout == 0 {
-		s.ConsistencyTimeout = DefaultConsistencyTimeout
-	}
-	if s.MaxConcurrentReconciles == 0 {
-		s.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
-	}
-	if s.Clock == nil {
-		s.Clock = clock.RealClock{}
-	}
-	if s.Memo == nil {
-		s.Memo = &memo.Memo{}
-	}
-	if s.Indices == nil {
-		s.Indices = &indexing.Indices{}
-	}
-	if s.ErrorDelays == nil {
-		s.ErrorDelays = DefaultErrorDelays
-	}
-	return s
-}
 
 // Setup adds the engine to the manager: the kinds' controllers (run by
 // the engine itself, so that a freeze can stop their watches), the daemon
@@ -301,9 +185,4 @@ func (h *noticingHandler) Create(ctx context.Context, e event.CreateEvent, q wor
 		h.memories.notice(e.Object.GetUID(), key, e.IsInInitialList)
 	}
 	h.EnqueueRequestForObject.Create(ctx, e, q)
-}
-
-// defaults returns the execution defaults for change handlers.
-func (s Settings) defaults() execution.Defaults {
-	return execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: s.DefaultBackoff}
 }
