@@ -138,7 +138,7 @@ func (e *engine) run(ctx context.Context) error {
 	var ctrls []controller.Controller
 	for _, r := range e.kinds {
 		r.setClient(runClient)
-		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
+		if !r.reconciles() {
 			continue // only low-level handlers: nothing to reconcile
 		}
 		ctrl, err := e.controller(r, c)
@@ -256,12 +256,13 @@ func (e *engine) recallGone(ctx context.Context, c cache.Cache) {
 		return
 	}
 	for _, r := range e.kinds {
-		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
-			continue // no controller, no memories
-		}
 		for _, key := range r.memories.keys() {
 			obj := r.newObject()
 			if err := c.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+				continue
+			}
+			if !r.reconciles() {
+				r.memories.forget(key) // no controller, no daemons: nothing else to end
 				continue
 			}
 			obj.SetNamespace(key.Namespace)

@@ -332,6 +332,12 @@ func (r *reconciler) get(ctx context.Context, key types.NamespacedName, obj clie
 	return (*c).Get(ctx, key, obj)
 }
 
+// reconciles reports whether the kind has a controller: change handlers,
+// daemons or timers. A kind with low-level handlers only has none.
+func (r *reconciler) reconciles() bool {
+	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0
+}
+
 func (r *reconciler) newObject() client.Object {
 	obj := r.kind.NewObject().(client.Object)
 	if u, ok := obj.(*unstructured.Unstructured); ok {
