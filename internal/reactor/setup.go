@@ -130,8 +130,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	if err != nil {
 		return nil, err
 	}
-	release := &metricsRelease{kinds: eng.kinds, identity: peers.Identity(), toggle: toggle}
-	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers, release} {
+	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: toggle}
+	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers, opMetrics} {
 		if err := mgr.Add(r); err != nil {
 			return nil, fmt.Errorf("add the engine to the manager: %w", err)
 		}
