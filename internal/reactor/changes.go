@@ -83,8 +83,8 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 				}
 			}
 		} else {
-			c.pending = true
-			c.delay, _ = state.Delay(now)
+			c.left.Pending = true
+			c.left.Delay, _ = state.Delay(now)
 		}
 	}
 	if done {

@@ -137,7 +137,7 @@ func (e *engine) run(ctx context.Context) error {
 	runClient = e.wrap(runClient)
 	var ctrls []controller.Controller
 	for _, r := range e.kinds {
-		r.setClient(runClient)
+		r.clients.set(runClient)
 		if !r.reconciles() {
 			continue // only low-level handlers: nothing to reconcile
 		}
@@ -149,7 +149,7 @@ func (e *engine) run(ctx context.Context) error {
 	}
 	defer func() {
 		for _, r := range e.kinds {
-			r.setClient(nil)
+			r.clients.set(nil)
 		}
 	}()
 

@@ -183,7 +183,7 @@ func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.
 		return
 	}
 	ref := daemons.Ref{UID: s.Obj.GetUID(), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName()}
-	if err := l.r.Apply(l.ctx, ref, e.Patch); err != nil {
+	if err := l.r.host.Apply(l.ctx, ref, e.Patch); err != nil {
 		log.Error(err, fmt.Sprintf("The changes of %s could not be written.", h.Handler))
 	}
 }

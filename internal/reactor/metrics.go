@@ -22,11 +22,11 @@ type daemonMetrics struct{}
 
 var _ daemons.Observer = daemonMetrics{}
 
-// kindOf is the kind label of a host: the engine's hosts are its
-// reconcilers, one per kind.
+// kindOf is the kind label of a host: the engine's hosts are kindHosts,
+// one per kind.
 func kindOf(host daemons.Host) string {
-	if r, ok := host.(*reconciler); ok {
-		return r.kindLabel
+	if h, ok := host.(*kindHost); ok {
+		return h.kindLabel
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -51,6 +52,27 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
 			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
 	}
+	eng, err := newEngine(mgr, reg, s)
+	if err != nil {
+		return nil, err
+	}
+	ps := s.Peering
+	ps.Namespaces, ps.Clock, ps.Logger = s.Namespaces, s.Clock, mgr.GetLogger().WithName("peering")
+	peers, err := peering.New(mgr.GetConfig(), ps, eng.toggle)
+	if err != nil {
+		return nil, err
+	}
+	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle}
+	for _, r := range []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics} {
+		if err := mgr.Add(r); err != nil {
+			return nil, fmt.Errorf("add the engine to the manager: %w", err)
+		}
+	}
+	return addHealth(mgr, eng, peers.Identity(), reg, s)
+}
+
+// newEngine makes the engine, its supervisor and its kinds' reconcilers.
+func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("create a discovery client: %w", err)
@@ -58,7 +80,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	// Writes go straight to the API server; the manager's own cache is
 	// left alone (reading through it would start informers in it).
 	mapper := newMemoMapper(mgr.GetRESTMapper())
-	writer, err := client.New(mgr.GetConfig(), client.Options{
+	direct, err := client.New(mgr.GetConfig(), client.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
 	})
 	if err != nil {
@@ -68,7 +90,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	if wrap == nil {
 		wrap = func(c client.Client) client.Client { return c }
 	}
-	writer = wrap(writer)
+	direct = wrap(direct)
 	sup := daemons.New(daemons.Settings{
 		ShutdownGrace:  s.ShutdownGrace,
 		ReportInterval: s.ReportInterval,
@@ -80,24 +102,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		Local:          posting.Local,
 		Observer:       daemonMetrics{},
 	})
-	toggle := &freeze.Toggle{}
-	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
-		log: mgr.GetLogger().WithName("engine"),
-		cacheOf: func() (cache.Cache, error) {
-			// The cache keeps objects without their managedFields: the
-			// engine and its handlers do not read them, and they are the
-			// bulk of a cached object, unstructured ones above all (their
-			// fieldsV1 become nested maps).
-			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
-				DefaultTransform: cache.TransformStripManagedFields()}
-			if len(s.Namespaces) > 0 {
-				opts.DefaultNamespaces = map[string]cache.Config{}
-				for _, ns := range s.Namespaces {
-					opts.DefaultNamespaces[ns] = cache.Config{}
-				}
-			}
-			return cache.New(mgr.GetConfig(), opts)
-		}}
+	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
+		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces)}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {
@@ -106,37 +112,52 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 				return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 			}
 		}
-		label := metrics.Kind(gvk)
-		retrying, failed := metrics.Objects(label)
-		eng.kinds = append(eng.kinds, &reconciler{
-			kind:      kind,
-			gvk:       gvk,
-			kindLabel: label,
-			settings:  s,
-			writer:    writer,
-			memories:  newMemories(s.Memo, retrying, failed),
-			sup:       sup,
-			events:    make(chan event.GenericEvent, enqueueBuffer),
-			daemonLog: mgr.GetLogger().WithValues("controller", controllerName(gvk),
-				"controllerGroup", gvk.Group, "controllerKind", gvk.Kind),
-			statusSubresource: func(ctx context.Context) (bool, error) {
-				return hasStatusSubresource(disco, gvk)
-			},
-		})
+		r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup)
+		r.daemonLog = mgr.GetLogger().WithValues("controller", controllerName(gvk),
+			"controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
+		eng.kinds = append(eng.kinds, r)
 	}
-	ps := s.Peering
-	ps.Namespaces, ps.Clock, ps.Logger = s.Namespaces, s.Clock, mgr.GetLogger().WithName("peering")
-	peers, err := peering.New(mgr.GetConfig(), ps, toggle)
-	if err != nil {
-		return nil, err
+	return eng, nil
+}
+
+// newReconciler makes the reconciler of one kind, and its daemons' host.
+func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor) *reconciler {
+	label := metrics.Kind(objects.gvk)
+	retrying, failed := metrics.Objects(label)
+	mems := newMemories(s.Memo, retrying, failed)
+	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
+	events := make(chan event.GenericEvent, enqueueBuffer)
+	return &reconciler{
+		kindObjects: objects,
+		kindLabel:   label,
+		settings:    s,
+		clients:     cs,
+		writer:      w,
+		throttler:   throttler{delays: s.ErrorDelays},
+		memories:    mems,
+		sup:         sup,
+		events:      events,
+		host: &kindHost{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
+			events: events, done: sup.Done()},
 	}
-	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: toggle}
-	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers, opMetrics} {
-		if err := mgr.Add(r); err != nil {
-			return nil, fmt.Errorf("add the engine to the manager: %w", err)
+}
+
+// runCache returns the maker of each run's cache. The cache keeps objects
+// without their managedFields: the engine and its handlers do not read
+// them, and they are the bulk of a cached object, unstructured ones above
+// all (their fieldsV1 become nested maps).
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string) func() (cache.Cache, error) {
+	return func() (cache.Cache, error) {
+		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
+			DefaultTransform: cache.TransformStripManagedFields()}
+		if len(namespaces) > 0 {
+			opts.DefaultNamespaces = map[string]cache.Config{}
+			for _, ns := range namespaces {
+				opts.DefaultNamespaces[ns] = cache.Config{}
+			}
 		}
+		return cache.New(mgr.GetConfig(), opts)
 	}
-	return addHealth(mgr, eng, peers.Identity(), reg, s)
 }
 
 func controllerName(gvk schema.GroupVersionKind) string {
@@ -145,30 +166,6 @@ func controllerName(gvk schema.GroupVersionKind) string {
 		name += "." + gvk.Group
 	}
 	return "kopf-" + name
-}
-
-// hasStatusSubresource asks discovery whether the kind has /status, which
-// decides where results go.
-func hasStatusSubresource(disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
-	list, err := disco.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-	if err != nil {
-		return false, fmt.Errorf("discover the resources of %s: %w", gvk.GroupVersion(), err)
-	}
-	plural := ""
-	for _, res := range list.APIResources {
-		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") {
-			plural = res.Name
-		}
-	}
-	if plural == "" {
-		return false, fmt.Errorf("discover the resource of kind %s in %s: not served", gvk.Kind, gvk.GroupVersion())
-	}
-	for _, res := range list.APIResources {
-		if res.Name == plural+"/status" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // noticingHandler enqueues objects as controller-runtime's own handler
