@@ -97,7 +97,7 @@ func newWebhook[T client.Object](id string, t admission.Type, fn AdmissionFunc[T
 // Kopf) and stores it with the kind.
 func (k *Kind[T]) addWebhook(h *admission.Handler) {
 	if len(h.Field) > 0 {
-		h.ID += "/" + h.Field.String()
+		h.ID = registry.FieldID(h.ID, h.Field)
 	}
 	store := webhooksOf(k.reg)
 	store.mu.Lock()

@@ -104,7 +104,7 @@ func (k *Kind[T]) newHandler(id string, fn ChangeFunc[T], reason causes.Reason) 
 // add finishes the handler's id (a field adds "/<field>") and registers it.
 func (k *Kind[T]) add(h *registry.ChangeHandler) {
 	if len(h.Field) > 0 {
-		h.ID += "/" + h.Field.String()
+		h.ID = registry.FieldID(h.ID, h.Field)
 	}
 	k.kind.Changing = append(k.kind.Changing, h)
 }
@@ -127,7 +127,7 @@ func Subhandler[T client.Object](c *Cause, id string, fn ChangeFunc[T], opts ...
 		o.applyChange(h)
 	}
 	if len(h.Field) > 0 {
-		h.ID += "/" + h.Field.String()
+		h.ID = registry.FieldID(h.ID, h.Field)
 		h.FieldNeedsChange = true
 	}
 	if !c.AddSubhandler(h) {

@@ -91,7 +91,7 @@ func newSpawnHandler[T client.Object](id, title string, kind daemons.Kind, fn Da
 
 func (k *Kind[T]) addSpawning(h *registry.SpawnHandler) {
 	if len(h.Field) > 0 {
-		h.ID += "/" + h.Field.String()
+		h.ID = registry.FieldID(h.ID, h.Field)
 	}
 	k.kind.Spawning = append(k.kind.Spawning, h)
 }

@@ -43,7 +43,7 @@ func OnEvent[T client.Object](k *Kind[T], id string, fn EventFunc[T], opts ...Ev
 		o.applyEvent(h)
 	}
 	if len(h.Field) > 0 {
-		h.ID += "/" + h.Field.String()
+		h.ID = registry.FieldID(h.ID, h.Field)
 	}
 	k.kind.Watching = append(k.kind.Watching, h)
 }

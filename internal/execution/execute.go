@@ -155,7 +155,7 @@ func interpret(ctx context.Context, h *Handler, st *HandlerState, now time.Time,
 func failedTemporarily(log logr.Logger, h *Handler, st *HandlerState, now time.Time, delay time.Duration, err error) Outcome {
 	switch {
 	case willTimeOut(h, st, now, delay):
-		msg := fmt.Sprintf("%s failed temporarily but will time out after %s seconds: %s", h, seconds(h.Timeout), err)
+		msg := fmt.Sprintf("%s failed temporarily but will time out after %s seconds: %s", h, Seconds(h.Timeout), err)
 		log.Error(nil, msg)
 		return Outcome{Final: true, Err: &HandlerTimeoutError{Message: msg}}
 	case willExceed(h, st):
@@ -192,7 +192,7 @@ func failedArbitrarily(log logr.Logger, h *Handler, st *HandlerState, now time.T
 		log.Error(err, fmt.Sprintf("%s failed with an exception and will stop now: %s", h, err))
 		return Outcome{Final: true, Err: err}
 	case willTimeOut(h, st, now, backoff):
-		msg := fmt.Sprintf("%s failed with an exception and will stop now (it would time out in %s seconds on the next attempt): %s", h, seconds(h.Timeout), err)
+		msg := fmt.Sprintf("%s failed with an exception and will stop now (it would time out in %s seconds on the next attempt): %s", h, Seconds(h.Timeout), err)
 		log.Error(err, msg)
 		return Outcome{Final: true, Err: &HandlerTimeoutError{Message: msg}}
 	case willExceed(h, st):
@@ -200,7 +200,7 @@ func failedArbitrarily(log logr.Logger, h *Handler, st *HandlerState, now time.T
 		log.Error(err, msg)
 		return Outcome{Final: true, Err: &HandlerRetriesError{Message: msg}}
 	}
-	log.Error(err, fmt.Sprintf("%s failed with an exception and will try again in %s seconds: %s", h, seconds(backoff), err))
+	log.Error(err, fmt.Sprintf("%s failed with an exception and will try again in %s seconds: %s", h, Seconds(backoff), err))
 	return Outcome{Err: err, Delay: &backoff}
 }
 
@@ -233,8 +233,10 @@ func safeCall(ctx context.Context, call func(context.Context) (any, error)) (res
 	return call(ctx)
 }
 
-// seconds renders a duration as Kopf prints its seconds: "60", "1.5".
-func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+// Seconds renders a duration as Kopf prints its seconds: "60", "1.5". It
+// is the one rendering of seconds in log lines; callers that log measured
+// delays (with the clock's nanosecond noise) round them first.
+func Seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 
 // timedelta renders a duration as Python's timedelta does: "0:00:02.500000",
 // "1 day, 0:00:00", "2 days, 1:00:00" (for durations that are not negative).

@@ -326,8 +326,8 @@ func TestDurationFormats(t *testing.T) {
 		if got := timedelta(tt.d); got != tt.py {
 			t.Errorf("timedelta(%v) = %q, want %q", tt.d, got, tt.py)
 		}
-		if got := seconds(tt.d); got != tt.pySecond {
-			t.Errorf("seconds(%v) = %q, want %q", tt.d, got, tt.pySecond)
+		if got := Seconds(tt.d); got != tt.pySecond {
+			t.Errorf("Seconds(%v) = %q, want %q", tt.d, got, tt.pySecond)
 		}
 	}
 }

@@ -26,22 +26,22 @@ var frozen = &frozenCollector{
 	states: map[string]FrozenState{},
 }
 
-// WatchFrozen reports the operator's frozen state under its identity.
-func WatchFrozen(identity string, state FrozenState) {
+// WatchFrozen reports the operator's frozen state under its identity until
+// the returned unwatch is called, which the operator does when it stops:
+// the collector holds only running operators, so that the series of stopped
+// ones do not pile up in a process that runs many (tests). An operator of
+// the same identity that comes later replaces the entry; unwatching the
+// earlier one then leaves the later one be.
+func WatchFrozen(identity string, state FrozenState) (unwatch func()) {
 	frozen.mu.Lock()
 	defer frozen.mu.Unlock()
 	frozen.states[identity] = state
-}
-
-// UnwatchFrozen stops reporting the identity, if it still reports this
-// state (an operator of the same identity may have replaced it), so that
-// the series of stopped operators do not pile up in a process that runs
-// many (tests).
-func UnwatchFrozen(identity string, state FrozenState) {
-	frozen.mu.Lock()
-	defer frozen.mu.Unlock()
-	if frozen.states[identity] == state {
-		delete(frozen.states, identity)
+	return func() {
+		frozen.mu.Lock()
+		defer frozen.mu.Unlock()
+		if frozen.states[identity] == state {
+			delete(frozen.states, identity)
+		}
 	}
 }
 

@@ -37,8 +37,7 @@ func TestConventions(t *testing.T) {
 	DaemonExited("Lint.test", "h", "DONE", true)
 	WebhookCalled("Lint.test", "validating", "h", WebhookAllowed)
 	Objects("Lint.test")
-	WatchFrozen("lint", frozenState{})
-	defer UnwatchFrozen("lint", frozenState{})
+	defer WatchFrozen("lint", frozenState{})()
 	for _, c := range collectors() {
 		problems, err := testutil.CollectAndLint(c)
 		if err != nil {

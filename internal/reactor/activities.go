@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
@@ -96,11 +95,7 @@ func (e *engine) cleanup(ctx context.Context) {
 	}
 	done := e.sup.Track("the cleanup handlers")
 	defer done()
-	grace := e.settings.ShutdownGrace
-	if grace == 0 {
-		grace = daemons.DefaultShutdownGrace
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.settings.ShutdownGrace)
 	defer cancel()
 	if _, err := RunActivities(ctx, e.log, handlers, e.settings); err != nil {
 		e.log.Error(err, "The cleanup handlers failed.")

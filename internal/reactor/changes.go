@@ -18,11 +18,9 @@ import (
 // and results, and when all selected handlers are finished, purges the
 // progress and stores the new essence as the last handled one.
 func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *registry.Subject, newEssence, oldEssence map[string]any, now time.Time) {
-	s := r.settings
 	reason := subject.Cause.Reason
 	title := reason.Title()
-	ids := r.kind.IDs()
-	state := execution.Load(c.body, s.Progress, ids, now, func(id string, err error) {
+	rd := r.loadRound(c, r.kind, subject, now, func(id string, err error) {
 		raw := ""
 		if v, ok := fields.Resolve(c.body, fields.Path{"metadata", "annotations"}); ok {
 			raw = fmt.Sprint(v)
@@ -30,61 +28,39 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 		r.report(ctx, c, "progress/"+id, raw, ReasonInvalidProgress,
 			fmt.Sprintf("The progress of handler '%s' cannot be read and is ignored; the handler runs as if for the first time: %v", id, err))
 	})
-
-	selected := r.kind.Select(subject)
-	selectedIDs := make([]string, len(selected))
-	for i, h := range selected {
-		selectedIDs[i] = h.ID
-	}
-	// Records of an unfinished earlier cause are superseded by this one.
-	for purpose, n := range state.Extras(string(reason)) {
-		c.log.Info(fmt.Sprintf("%s is superseded by %s: %d succeeded; %d failed; %d left to the moment.",
-			causes.Reason(purpose).Title(), strings.ToLower(title), n.Success, n.Failure, n.Running))
-	}
-	for _, id := range r.supersededIDs(state, string(reason), selectedIDs) {
-		r.purgeHandler(c, state, id)
-		state.Drop(id)
-	}
-	state.Activate(string(reason), selectedIDs, now)
+	state := rd.state
+	r.supersede(c, rd, reason)
+	state.Activate(string(reason), rd.selectedIDs, now)
 
 	c.log.V(1).Info(fmt.Sprintf("%s is in progress: %s", title, c.obj.GetName()))
 	if len(subject.Cause.Diff) > 0 && oldEssence != nil {
 		c.log.V(1).Info(fmt.Sprintf("%s diff: %s", title, subject.Cause.Diff))
 	}
 
-	done := len(selected) == 0
+	done := len(rd.selected) == 0
 	if !done {
-		ran := false
-		if id, ok := state.Next(selectedIDs, now); ok {
-			r.runHandler(ctx, c, subject, selected, state, id, now)
+		ran := r.advance(ctx, c, subject, rd, now)
+		if ran {
 			now = r.settings.Clock.Now()
-			ran = true
-		}
-		for _, id := range state.Order {
-			if h := state.Handlers[id]; h.Active && h.Changed() {
-				s.Progress.Store(c.body, c.patch, id, h.Record())
-			}
 		}
 		done = state.Done()
+		switch {
+		case !done:
+			c.left.Pending = true
+			c.left.Delay, _ = state.Delay(now)
+		case ran:
+			n := state.Counts()
+			c.log.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, n.Success, n.Failure))
+		}
 		// A deleted object's records stay until it goes (they go with it):
 		// the cycle that removes the finalizer may not be the last one
 		// (daemons still keep the object, or the finalizer's removal
 		// conflicts with another write), and the next cycle must find the
 		// deletion handlers done, not run them again on a purged state.
-		keep := subject.Deleting
-		if done {
-			if ran {
-				n := state.Counts()
-				c.log.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, n.Success, n.Failure))
+		if done && !subject.Deleting {
+			for _, id := range rd.ids {
+				r.purgeHandler(c, state, id)
 			}
-			if !keep {
-				for _, id := range ids {
-					r.purgeHandler(c, state, id)
-				}
-			}
-		} else {
-			c.pending = true
-			c.delay, _ = state.Delay(now)
 		}
 	}
 	if done {
@@ -96,6 +72,57 @@ func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *regis
 	// A failure for good stands until a later cause is handled; a retry
 	// until the handler runs again.
 	r.memories.stand(c.mem, state.Standing(now))
+}
+
+// round is one cycle's turn of a set of change handlers (the kind's, or a
+// parent's sub-handlers): their progress as loaded, and those the cause
+// selects.
+type round struct {
+	ids         []string
+	state       *execution.State
+	selected    []*registry.ChangeHandler
+	selectedIDs []string
+}
+
+// loadRound loads the progress of the kind's handlers and selects those
+// the cause calls for; invalid hears of records that cannot be read.
+func (r *reconciler) loadRound(c *cycle, kind *registry.Kind, subject *registry.Subject, now time.Time, invalid func(id string, err error)) round {
+	rd := round{ids: kind.IDs()}
+	rd.state = execution.Load(c.body, r.settings.Progress, rd.ids, now, invalid)
+	rd.selected = kind.Select(subject)
+	rd.selectedIDs = make([]string, len(rd.selected))
+	for i, h := range rd.selected {
+		rd.selectedIDs[i] = h.ID
+	}
+	return rd
+}
+
+// advance runs the next due handler of an activated round, if one is due,
+// and stores the records that changed; it reports whether one ran.
+func (r *reconciler) advance(ctx context.Context, c *cycle, subject *registry.Subject, rd round, now time.Time) bool {
+	id, ok := rd.state.Next(rd.selectedIDs, now)
+	if ok {
+		r.runHandler(ctx, c, subject, rd.selected, rd.state, id, now)
+	}
+	for _, id := range rd.state.Order {
+		if h := rd.state.Handlers[id]; h.Active && h.Changed() {
+			r.settings.Progress.Store(c.body, c.patch, id, h.Record())
+		}
+	}
+	return ok
+}
+
+// supersede purges the records of an unfinished earlier cause that this
+// one supersedes, and says so.
+func (r *reconciler) supersede(c *cycle, rd round, reason causes.Reason) {
+	for purpose, n := range rd.state.Extras(string(reason)) {
+		c.log.Info(fmt.Sprintf("%s is superseded by %s: %d succeeded; %d failed; %d left to the moment.",
+			causes.Reason(purpose).Title(), strings.ToLower(reason.Title()), n.Success, n.Failure, n.Running))
+	}
+	for _, id := range r.supersededIDs(rd.state, string(reason), rd.selectedIDs) {
+		r.purgeHandler(c, rd.state, id)
+		rd.state.Drop(id)
+	}
 }
 
 // supersededIDs are the loaded records of another purpose that the current
@@ -189,31 +216,18 @@ func (r *reconciler) runSubhandlers(ctx context.Context, c *cycle, subject *regi
 	var subs []*registry.ChangeHandler
 	for _, item := range registered {
 		h := *item.(*registry.ChangeHandler) // each parent call registers afresh
-		h.ID = parent + "/" + h.ID
+		h.ID = registry.SubID(parent, h.ID)
 		subs = append(subs, &h)
 	}
-	kind := &registry.Kind{Changing: subs}
-	selected := kind.Select(subject)
-	ids := kind.IDs()
-	state := execution.Load(c.body, r.settings.Progress, ids, now, func(id string, err error) {
+	rd := r.loadRound(c, &registry.Kind{Changing: subs}, subject, now, func(id string, err error) {
 		c.log.Error(err, fmt.Sprintf("The progress of sub-handler '%s' cannot be read and is ignored.", id))
 	})
-	selectedIDs := make([]string, len(selected))
-	for i, h := range selected {
-		selectedIDs[i] = h.ID
+	rd.state.Activate(string(subject.Cause.Reason), rd.selectedIDs, now)
+	r.advance(ctx, c, subject, rd, now)
+	refs := append([]string(nil), rd.ids...)
+	for _, id := range rd.state.Order {
+		refs = append(refs, rd.state.Handlers[id].Subrefs...)
 	}
-	state.Activate(string(subject.Cause.Reason), selectedIDs, now)
-	if id, ok := state.Next(selectedIDs, now); ok {
-		r.runHandler(ctx, c, subject, selected, state, id, now)
-	}
-	refs := append([]string(nil), ids...)
-	for _, id := range state.Order {
-		h := state.Handlers[id]
-		if h.Active && h.Changed() {
-			r.settings.Progress.Store(c.body, c.patch, id, h.Record())
-		}
-		refs = append(refs, h.Subrefs...)
-	}
-	delay, pending := state.Delay(r.settings.Clock.Now())
+	delay, pending := rd.state.Delay(r.settings.Clock.Now())
 	return !pending, delay, refs
 }

@@ -1,6 +1,34 @@
 package reactor
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
+
+// consistencyWait returns how long to wait for the cache to catch up with
+// this process's last write (a cycle's, or a daemon's or timer's), zero
+// when it has (or the wait is over).
+func (r *reconciler) consistencyWait(c *cycle, now time.Time) time.Duration {
+	if v := c.mem.daemonWrote.Swap(nil); v != nil && (c.mem.expectedVersion == "" || versionReached(*v, c.mem.expectedVersion)) {
+		c.mem.expectedVersion = *v
+		c.mem.consistencyDeadline = now.Add(r.settings.ConsistencyTimeout)
+	}
+	if c.mem.expectedVersion == "" || r.settings.ConsistencyTimeout < 0 {
+		return 0
+	}
+	if versionReached(c.obj.GetResourceVersion(), c.mem.expectedVersion) {
+		c.mem.expectedVersion = ""
+		return 0
+	}
+	if left := c.mem.consistencyDeadline.Sub(now); left > 0 {
+		return left
+	}
+	c.local.Info("The cache did not catch up with this operator's last write in time; proceeding with what it has.",
+		"resourceVersion", c.obj.GetResourceVersion(), "expected", c.mem.expectedVersion,
+		"timeout", r.settings.ConsistencyTimeout.String())
+	c.mem.expectedVersion = ""
+	return 0
+}
 
 // versionReached reports whether the cached object's resourceVersion is at
 // least the expected one. Versions from one API server compare as decimal

@@ -123,35 +123,15 @@ func (e *engine) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create the cache: %w", err)
 	}
-	// Reads come from the run's cache for every kind, unstructured ones
-	// included: controller-runtime sends unstructured reads to the API
-	// server unless told otherwise, which would cost one GET per reconcile
-	// of every kind registered with ForKind.
-	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
-		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
-		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
-	})
-	if err != nil {
-		return fmt.Errorf("create a client on the cache: %w", err)
-	}
-	runClient = e.wrap(runClient)
-	var ctrls []controller.Controller
-	for _, r := range e.kinds {
-		r.setClient(runClient)
-		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
-			continue // only low-level handlers: nothing to reconcile
-		}
-		ctrl, err := e.controller(r, c)
-		if err != nil {
-			return err
-		}
-		ctrls = append(ctrls, ctrl)
-	}
+	ctrls, err := e.controllers(c)
 	defer func() {
 		for _, r := range e.kinds {
-			r.setClient(nil)
+			r.clients.set(nil)
 		}
 	}()
+	if err != nil {
+		return err
+	}
 
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ctrls)+1)
@@ -181,6 +161,36 @@ func (e *engine) run(ctx context.Context) error {
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// controllers points the kinds at a client on the run's cache, and makes
+// the controllers of those that reconcile.
+func (e *engine) controllers(c cache.Cache) ([]controller.Controller, error) {
+	// Reads come from the run's cache for every kind, unstructured ones
+	// included: controller-runtime sends unstructured reads to the API
+	// server unless told otherwise, which would cost one GET per reconcile
+	// of every kind registered with ForKind.
+	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
+		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
+		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create a client on the cache: %w", err)
+	}
+	runClient = e.wrap(runClient)
+	var ctrls []controller.Controller
+	for _, r := range e.kinds {
+		r.clients.set(runClient)
+		if !r.reconciles() {
+			continue // only low-level handlers: nothing to reconcile
+		}
+		ctrl, err := e.controller(r, c)
+		if err != nil {
+			return nil, err
+		}
+		ctrls = append(ctrls, ctrl)
+	}
+	return ctrls, nil
 }
 
 // lowLevel registers the indexing and on-event handlers of the kinds that
@@ -256,12 +266,13 @@ func (e *engine) recallGone(ctx context.Context, c cache.Cache) {
 		return
 	}
 	for _, r := range e.kinds {
-		if len(r.kind.Changing) == 0 && len(r.kind.Spawning) == 0 {
-			continue // no controller, no memories
-		}
 		for _, key := range r.memories.keys() {
 			obj := r.newObject()
 			if err := c.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+				continue
+			}
+			if !r.reconciles() {
+				r.memories.forget(key) // no controller, no daemons: nothing else to end
 				continue
 			}
 			obj.SetNamespace(key.Namespace)

@@ -22,7 +22,7 @@ const (
 // have finished and while the operator is frozen (saying why), but passes
 // on a standby replica that waits for leadership, a liveness
 // check that runs the probe handlers (a freeze does not fail it: a restart
-// would not help), and the operator to the frozen-state metric.
+// would not help). (The frozen-state metric is operatorMetrics'.)
 func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Registry, s Settings) (*Prober, error) {
 	ready := func(*http.Request) error { return readiness(mgr.Elected(), e.started.Load, e.toggle) }
 	if err := mgr.AddReadyzCheck(ReadyzCheckName, ready); err != nil {
@@ -32,7 +32,6 @@ func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Re
 	if err := mgr.AddHealthzCheck(ReadyzCheckName, prober.Check); err != nil {
 		return nil, fmt.Errorf("add the liveness check: %w", err)
 	}
-	metrics.WatchFrozen(identity, e.toggle)
 	return prober, nil
 }
 

@@ -15,38 +15,53 @@ import (
 	"github.com/kopf-go/kopf/internal/patch"
 )
 
-// The reconciler is the daemons' host for its kind (daemons.Host).
-var _ daemons.Host = (*reconciler)(nil)
+// kindHost is the daemons' host for one kind (daemons.Host): it reads the
+// objects for them, writes their patches, and asks for reconciles.
+type kindHost struct {
+	kindObjects
+	// kindLabel is the kind as the metrics name it.
+	kindLabel string
+	clients   *clients
+	writer    *writer
+	memories  *memories
+	// events carries the requests for reconciles to the kind's controller;
+	// done closes when the supervisor has stopped (nobody takes them).
+	events chan<- event.GenericEvent
+	done   <-chan struct{}
+}
+
+var _ daemons.Host = (*kindHost)(nil)
 
 // Fetch returns the object as the cache has it now, if it is still the
 // same object (the same uid).
-func (r *reconciler) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, error) {
-	obj := r.newObject()
-	if err := r.get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", r.gvk.Kind, ref, err)
+func (h *kindHost) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, error) {
+	obj := h.newObject()
+	if err := h.clients.get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", h.gvk.Kind, ref, err)
 	}
 	if obj.GetUID() != ref.UID {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: r.gvk.Group, Resource: r.gvk.Kind}, ref.Name)
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: h.gvk.Group, Resource: h.gvk.Kind}, ref.Name)
 	}
 	return obj, nil
 }
 
 // Body returns a fetched object as a JSON-like map.
-func (r *reconciler) Body(obj causes.Object) (map[string]any, error) {
+func (h *kindHost) Body(obj causes.Object) (map[string]any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a Kubernetes object", obj)
 	}
-	return r.body(o)
+	return h.body(o)
 }
 
 // Apply writes a daemon's or timer's patch: status first, then the rest.
-// A vanished object is not an error.
-func (r *reconciler) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) error {
-	obj := r.newObject()
+// A vanished object is not an error. Each write is remembered for the
+// next cycle's consistency wait.
+func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) error {
+	obj := h.newObject()
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
-	main, status, err := r.split(ctx, p)
+	main, status, err := h.writer.split(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -57,24 +72,24 @@ func (r *reconciler) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch)
 		if part.body == nil {
 			continue
 		}
-		if err := r.send(ctx, obj, part.body, part.status); err != nil {
+		if err := h.writer.send(ctx, obj, part.body, part.status); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
 			return err
 		}
-		r.memories.daemonWrote(ref.UID, obj.GetResourceVersion())
+		h.memories.daemonWrote(ref.UID, obj.GetResourceVersion())
 	}
 	return nil
 }
 
 // Enqueue asks for a reconcile of the object.
-func (r *reconciler) Enqueue(ref daemons.Ref) {
-	obj := r.newObject()
+func (h *kindHost) Enqueue(ref daemons.Ref) {
+	obj := h.newObject()
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
 	select {
-	case r.events <- event.GenericEvent{Object: obj}:
-	case <-r.sup.Done():
+	case h.events <- event.GenericEvent{Object: obj}:
+	case <-h.done:
 	}
 }

@@ -72,10 +72,14 @@ func (l *lowLevel) handle(raw any, eventType string) {
 	}
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	log := l.log.WithValues("namespace", key.Namespace, "name", key.Name)
-	if eventType == causes.EventListed || eventType == causes.EventAdded {
+	var mem *memory
+	switch eventType {
+	case causes.EventListed, causes.EventAdded:
 		l.r.memories.notice(obj.GetUID(), key, eventType == causes.EventListed)
+		mem = l.r.memories.recall(obj.GetUID(), key)
+	default:
+		mem = l.r.memories.known(obj.GetUID())
 	}
-	mem := l.r.memories.recall(obj.GetUID(), key)
 	subject := &registry.Subject{Obj: obj, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
 		Cause: &causes.Cause{Body: body, Patch: patch.New(), Memo: mem.memo, Indices: l.r.settings.Indices}}
 	objectKey := key.Namespace + "/" + key.Name + "/" + string(obj.GetUID())
@@ -84,6 +88,11 @@ func (l *lowLevel) handle(raw any, eventType string) {
 	}
 	for _, h := range l.r.kind.MatchEvents(subject) {
 		l.event(log, h, subject, eventType)
+	}
+	// A kind without a controller has no reconcile to forget its objects:
+	// their DELETED event does.
+	if eventType == causes.EventDeleted && !l.r.reconciles() {
+		l.r.memories.forgetUID(obj.GetUID())
 	}
 }
 
@@ -174,7 +183,7 @@ func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.
 		return
 	}
 	ref := daemons.Ref{UID: s.Obj.GetUID(), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName()}
-	if err := l.r.Apply(l.ctx, ref, e.Patch); err != nil {
+	if err := l.r.host.Apply(l.ctx, ref, e.Patch); err != nil {
 		log.Error(err, fmt.Sprintf("The changes of %s could not be written.", h.Handler))
 	}
 }

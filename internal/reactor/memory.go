@@ -14,6 +14,16 @@ import (
 
 // memory is what this process remembers about one object (one uid) between
 // cycles. It is never persisted: after a restart, objects start afresh.
+//
+// memory has no lock of its own. Its plain fields are safe only because
+// controller-runtime's workqueue hands a key to one worker at a time: one
+// cycle of an object runs at once, and it owns them. What others touch is
+// guarded on its own: daemonWrote is written by the object's daemons and
+// timers from their goroutines (atomic); memo is shared with them and with
+// the on-event handlers on the informer's goroutine (memo.Memo locks
+// itself); standing and dropped are read and written under memories.mu,
+// which a stopping engine and the forgetting take too; noticedByListing
+// is set once, under memories.mu, when the memory is made.
 type memory struct {
 	// noticedByListing: the object was first seen in the initial listing of
 	// this process, so it gets resume handlers once.
@@ -99,6 +109,37 @@ func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing
 	m.byUID[uid] = mem
 	m.byKey[key] = uid
 	return mem
+}
+
+// known returns the memory of an object if it is remembered, and a memory
+// of this moment only if not: for the raw events of an object that may be
+// gone already (MODIFIED late, DELETED), whose memory, once its reconcile
+// forgot it, must not come back (nothing would forget it again).
+func (m *memories) known(uid types.UID) *memory {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mem, ok := m.byUID[uid]; ok {
+		return mem
+	}
+	return &memory{memo: m.operator.Copy(), dropped: true}
+}
+
+// forgetUID drops the memory of a deleted object by its uid, leaving a
+// re-created object of the same name alone.
+func (m *memories) forgetUID(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem, ok := m.byUID[uid]
+	if !ok {
+		return
+	}
+	m.dropLocked(mem)
+	delete(m.byUID, uid)
+	for key, known := range m.byKey {
+		if known == uid {
+			delete(m.byKey, key)
+		}
+	}
 }
 
 // forget drops the memory of an object that no longer exists, and returns

@@ -22,11 +22,11 @@ type daemonMetrics struct{}
 
 var _ daemons.Observer = daemonMetrics{}
 
-// kindOf is the kind label of a host: the engine's hosts are its
-// reconcilers, one per kind.
+// kindOf is the kind label of a host: the engine's hosts are kindHosts,
+// one per kind.
 func kindOf(host daemons.Host) string {
-	if r, ok := host.(*reconciler); ok {
-		return r.kindLabel
+	if h, ok := host.(*kindHost); ok {
+		return h.kindLabel
 	}
 	return ""
 }
@@ -57,24 +57,26 @@ func (daemonMetrics) Exited(host daemons.Host, h *daemons.Handler, reason daemon
 	metrics.DaemonExited(kindOf(host), h.ID, label.String(), reason != 0)
 }
 
-// metricsRelease takes the operator out of the metrics when its manager
-// stops: its kinds' objects out of the gauges, and its frozen state, so
-// that another operator in the same process (as in tests) starts from
-// zero. Daemons and timers leave the gauges themselves as they exit. It
-// runs on every replica.
-type metricsRelease struct {
+// operatorMetrics keeps the operator in the metrics while its manager
+// runs: its frozen state is reported from the start, and when the manager
+// stops, the state goes, and its kinds' objects leave the gauges, so that
+// another operator in the same process (as in tests) starts from zero and
+// stopped ones do not pile up. Daemons and timers leave the gauges
+// themselves as they exit. It runs on every replica.
+type operatorMetrics struct {
 	kinds    []*reconciler
 	identity string
 	toggle   *freeze.Toggle
 }
 
-func (m *metricsRelease) NeedLeaderElection() bool { return false }
+func (m *operatorMetrics) NeedLeaderElection() bool { return false }
 
-func (m *metricsRelease) Start(ctx context.Context) error {
+func (m *operatorMetrics) Start(ctx context.Context) error {
+	unwatch := metrics.WatchFrozen(m.identity, m.toggle)
 	<-ctx.Done()
 	for _, r := range m.kinds {
 		r.memories.release()
 	}
-	metrics.UnwatchFrozen(m.identity, m.toggle)
+	unwatch()
 	return nil
 }

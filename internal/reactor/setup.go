@@ -7,13 +7,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -23,126 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/diffbase"
-	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/freeze"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/posting"
-	"github.com/kopf-go/kopf/internal/progress"
 	"github.com/kopf-go/kopf/internal/registry"
 )
-
-// Settings are the engine's knobs; zero values mean Kopf's defaults (see
-// Defaults).
-type Settings struct {
-	// Finalizer is the finalizer that blocks deletion while delete
-	// handlers are pending.
-	Finalizer string
-	// Progress stores per-handler progress records.
-	Progress progress.Storage
-	// DiffBase stores the last handled essence.
-	DiffBase diffbase.Storage
-	// DefaultBackoff is the retry delay after arbitrary errors.
-	DefaultBackoff time.Duration
-	// ConsistencyTimeout bounds the wait for the cache to catch up with
-	// this operator's own writes; negative disables the wait.
-	ConsistencyTimeout time.Duration
-	// MaxConcurrentReconciles is how many objects of a kind are processed
-	// at once.
-	MaxConcurrentReconciles int
-	// Clock is the source of time, replaceable in tests.
-	Clock clock.WithTicker
-	// Poster posts Events about problems users should see; nil: none.
-	Poster *posting.Poster
-	// ShutdownGrace and ReportInterval: see daemons.Settings.
-	ShutdownGrace  time.Duration
-	ReportInterval time.Duration
-	// Namespaces to serve; none: the whole cluster.
-	Namespaces []string
-	// Peering: mode, name, priority, lifetime, identity.
-	Peering peering.Settings
-	// WrapClient, if set, wraps the clients the engine reads and writes
-	// with (instrumentation, or fault injection in tests). Patches pass
-	// *metav1.PartialObjectMetadata objects.
-	WrapClient func(client.Client) client.Client
-	// Memo is the operator's memo; objects' memos start as copies of it.
-	Memo *memo.Memo
-	// Indices are the operator's indices, filled by index handlers.
-	Indices *indexing.Indices
-	// ErrorDelays are the delays after unexpected errors in a row (the
-	// last repeats); nil: Kopf's; empty: no throttling.
-	ErrorDelays []time.Duration
-	// Posting are the gates of Events (and whether log lines are posted).
-	Posting posting.Settings
-	// Client is what handlers find in their context (ClientFrom): the
-	// manager's client, set by Setup.
-	Client client.Client
-	// Ready, if set, is closed once the startup handlers have finished:
-	// for a program that embeds the operator and waits for it.
-	Ready chan struct{}
-}
-
-// DefaultErrorDelays are Kopf's queueing.error_delays.
-var DefaultErrorDelays = []time.Duration{1 * time.Second, 1 * time.Second, 2 * time.Second, 3 * time.Second,
-	5 * time.Second, 8 * time.Second, 13 * time.Second, 21 * time.Second, 34 * time.Second, 55 * time.Second,
-	89 * time.Second, 144 * time.Second, 233 * time.Second, 377 * time.Second, 610 * time.Second}
-
-// enqueueBuffer is how many reconcile requests of daemons may wait for the
-// controller to take them.
-const enqueueBuffer = 1024
-
-// Defaults of Settings, equal to Kopf's where Kopf has one.
-const (
-	DefaultFinalizer               = "kopf.zalando.org/KopfFinalizerMarker"
-	DefaultBackoff                 = 60 * time.Second
-	DefaultConsistencyTimeout      = 5 * time.Second
-	DefaultMaxConcurrentReconciles = 16
-)
-
-// Reasons of the Warning Events about an object's stored state.
-const (
-	ReasonInvalidProgress  = "InvalidProgress"
-	ReasonInvalidDiffBase  = "InvalidLastHandledConfiguration"
-	ReasonDiffBaseTooLarge = "LastHandledConfigurationTooLarge"
-)
-
-// WithDefaults fills the zero fields.
-func (s Settings) WithDefaults() Settings {
-	if s.Finalizer == "" {
-		s.Finalizer = DefaultFinalizer
-	}
-	if s.Progress == nil {
-		s.Progress = progress.NewSmart()
-	}
-	if s.DiffBase == nil {
-		s.DiffBase = diffbase.NewAnnotations()
-	}
-	if s.DefaultBackoff == 0 {
-		s.DefaultBackoff = DefaultBackoff
-	}
-	if s.ConsistencyTimeout == 0 {
-		s.ConsistencyTimeout = DefaultConsistencyTimeout
-	}
-	if s.MaxConcurrentReconciles == 0 {
-		s.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
-	}
-	if s.Clock == nil {
-		s.Clock = clock.RealClock{}
-	}
-	if s.Memo == nil {
-		s.Memo = &memo.Memo{}
-	}
-	if s.Indices == nil {
-		s.Indices = &indexing.Indices{}
-	}
-	if s.ErrorDelays == nil {
-		s.ErrorDelays = DefaultErrorDelays
-	}
-	return s
-}
 
 // Setup adds the engine to the manager: the kinds' controllers (run by
 // the engine itself, so that a freeze can stop their watches), the daemon
@@ -167,6 +52,27 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
 			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
 	}
+	eng, err := newEngine(mgr, reg, s)
+	if err != nil {
+		return nil, err
+	}
+	ps := s.Peering
+	ps.Namespaces, ps.Clock, ps.Logger = s.Namespaces, s.Clock, mgr.GetLogger().WithName("peering")
+	peers, err := peering.New(mgr.GetConfig(), ps, eng.toggle)
+	if err != nil {
+		return nil, err
+	}
+	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle}
+	for _, r := range []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics} {
+		if err := mgr.Add(r); err != nil {
+			return nil, fmt.Errorf("add the engine to the manager: %w", err)
+		}
+	}
+	return addHealth(mgr, eng, peers.Identity(), reg, s)
+}
+
+// newEngine makes the engine, its supervisor and its kinds' reconcilers.
+func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("create a discovery client: %w", err)
@@ -174,7 +80,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	// Writes go straight to the API server; the manager's own cache is
 	// left alone (reading through it would start informers in it).
 	mapper := newMemoMapper(mgr.GetRESTMapper())
-	writer, err := client.New(mgr.GetConfig(), client.Options{
+	direct, err := client.New(mgr.GetConfig(), client.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
 	})
 	if err != nil {
@@ -184,7 +90,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	if wrap == nil {
 		wrap = func(c client.Client) client.Client { return c }
 	}
-	writer = wrap(writer)
+	direct = wrap(direct)
 	sup := daemons.New(daemons.Settings{
 		ShutdownGrace:  s.ShutdownGrace,
 		ReportInterval: s.ReportInterval,
@@ -196,24 +102,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		Local:          posting.Local,
 		Observer:       daemonMetrics{},
 	})
-	toggle := &freeze.Toggle{}
-	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: toggle, wrap: wrap, indices: s.Indices, reg: reg, settings: s,
-		log: mgr.GetLogger().WithName("engine"),
-		cacheOf: func() (cache.Cache, error) {
-			// The cache keeps objects without their managedFields: the
-			// engine and its handlers do not read them, and they are the
-			// bulk of a cached object, unstructured ones above all (their
-			// fieldsV1 become nested maps).
-			opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
-				DefaultTransform: cache.TransformStripManagedFields()}
-			if len(s.Namespaces) > 0 {
-				opts.DefaultNamespaces = map[string]cache.Config{}
-				for _, ns := range s.Namespaces {
-					opts.DefaultNamespaces[ns] = cache.Config{}
-				}
-			}
-			return cache.New(mgr.GetConfig(), opts)
-		}}
+	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
+		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces)}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {
@@ -222,37 +112,52 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 				return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 			}
 		}
-		label := metrics.Kind(gvk)
-		retrying, failed := metrics.Objects(label)
-		eng.kinds = append(eng.kinds, &reconciler{
-			kind:      kind,
-			gvk:       gvk,
-			kindLabel: label,
-			settings:  s,
-			writer:    writer,
-			memories:  newMemories(s.Memo, retrying, failed),
-			sup:       sup,
-			events:    make(chan event.GenericEvent, enqueueBuffer),
-			daemonLog: mgr.GetLogger().WithValues("controller", controllerName(gvk),
-				"controllerGroup", gvk.Group, "controllerKind", gvk.Kind),
-			statusSubresource: func(ctx context.Context) (bool, error) {
-				return hasStatusSubresource(disco, gvk)
-			},
-		})
+		r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup)
+		r.daemonLog = mgr.GetLogger().WithValues("controller", controllerName(gvk),
+			"controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
+		eng.kinds = append(eng.kinds, r)
 	}
-	ps := s.Peering
-	ps.Namespaces, ps.Clock, ps.Logger = s.Namespaces, s.Clock, mgr.GetLogger().WithName("peering")
-	peers, err := peering.New(mgr.GetConfig(), ps, toggle)
-	if err != nil {
-		return nil, err
+	return eng, nil
+}
+
+// newReconciler makes the reconciler of one kind, and its daemons' host.
+func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor) *reconciler {
+	label := metrics.Kind(objects.gvk)
+	retrying, failed := metrics.Objects(label)
+	mems := newMemories(s.Memo, retrying, failed)
+	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
+	events := make(chan event.GenericEvent, enqueueBuffer)
+	return &reconciler{
+		kindObjects: objects,
+		kindLabel:   label,
+		settings:    s,
+		clients:     cs,
+		writer:      w,
+		throttler:   throttler{delays: s.ErrorDelays},
+		memories:    mems,
+		sup:         sup,
+		events:      events,
+		host: &kindHost{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
+			events: events, done: sup.Done()},
 	}
-	release := &metricsRelease{kinds: eng.kinds, identity: peers.Identity(), toggle: toggle}
-	for _, r := range []manager.Runnable{s.Poster, sup, eng, peers, release} {
-		if err := mgr.Add(r); err != nil {
-			return nil, fmt.Errorf("add the engine to the manager: %w", err)
+}
+
+// runCache returns the maker of each run's cache. The cache keeps objects
+// without their managedFields: the engine and its handlers do not read
+// them, and they are the bulk of a cached object, unstructured ones above
+// all (their fieldsV1 become nested maps).
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string) func() (cache.Cache, error) {
+	return func() (cache.Cache, error) {
+		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
+			DefaultTransform: cache.TransformStripManagedFields()}
+		if len(namespaces) > 0 {
+			opts.DefaultNamespaces = map[string]cache.Config{}
+			for _, ns := range namespaces {
+				opts.DefaultNamespaces[ns] = cache.Config{}
+			}
 		}
+		return cache.New(mgr.GetConfig(), opts)
 	}
-	return addHealth(mgr, eng, peers.Identity(), reg, s)
 }
 
 func controllerName(gvk schema.GroupVersionKind) string {
@@ -261,30 +166,6 @@ func controllerName(gvk schema.GroupVersionKind) string {
 		name += "." + gvk.Group
 	}
 	return "kopf-" + name
-}
-
-// hasStatusSubresource asks discovery whether the kind has /status, which
-// decides where results go.
-func hasStatusSubresource(disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
-	list, err := disco.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-	if err != nil {
-		return false, fmt.Errorf("discover the resources of %s: %w", gvk.GroupVersion(), err)
-	}
-	plural := ""
-	for _, res := range list.APIResources {
-		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") {
-			plural = res.Name
-		}
-	}
-	if plural == "" {
-		return false, fmt.Errorf("discover the resource of kind %s in %s: not served", gvk.Kind, gvk.GroupVersion())
-	}
-	for _, res := range list.APIResources {
-		if res.Name == plural+"/status" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // noticingHandler enqueues objects as controller-runtime's own handler
@@ -301,9 +182,4 @@ func (h *noticingHandler) Create(ctx context.Context, e event.CreateEvent, q wor
 		h.memories.notice(e.Object.GetUID(), key, e.IsInInitialList)
 	}
 	h.EnqueueRequestForObject.Create(ctx, e, q)
-}
-
-// defaults returns the execution defaults for change handlers.
-func (s Settings) defaults() execution.Defaults {
-	return execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: s.DefaultBackoff}
 }

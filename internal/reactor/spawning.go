@@ -9,15 +9,11 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/diffbase"
+	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/lazylog"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
 )
-
-// ref identifies the cycle's object for the supervisor.
-func (c *cycle) ref() daemons.Ref {
-	return daemons.Ref{UID: c.obj.GetUID(), Namespace: c.obj.GetNamespace(), Name: c.obj.GetName()}
-}
 
 // spawnSubject is what daemon and timer filters look at: the object now.
 func (r *reconciler) spawnSubject(c *cycle) *registry.Subject {
@@ -47,7 +43,7 @@ func (r *reconciler) syncDaemons(c *cycle) {
 		h.Write(diffbase.Encode(c.newEssence))
 		fingerprint = h.Sum64()
 	}
-	r.sup.Sync(c.ref(), r, r.objectDaemonLog(c), handlers, fingerprint, c.mem.memo, c.obj)
+	r.sup.Sync(c.ref(), r.host, r.objectDaemonLog(c), handlers, fingerprint, c.mem.memo, c.obj)
 }
 
 // objectDaemonLog is the logger of the object's daemons and timers: the
@@ -78,8 +74,8 @@ func (r *reconciler) daemonsRequireFinalizer(c *cycle) bool {
 // which still block its deletion, and when to look again.
 func (r *reconciler) stopDaemons(c *cycle) {
 	b := r.sup.Stop(c.obj.GetUID(), daemons.StopResourceDeleted)
-	c.blocking, c.polling = b.Names, b.Polling
+	c.left.Blocking, c.left.Polling = len(b.Names) > 0, b.Polling
 	for _, name := range b.Lingering {
-		c.local.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, seconds(c.polling)))
+		c.local.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, execution.Seconds(b.Polling.Round(logPrecision))))
 	}
 }

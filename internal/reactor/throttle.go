@@ -1,0 +1,44 @@
+package reactor
+
+import (
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kopf-go/kopf/internal/execution"
+)
+
+// throttler delays an object after an unexpected error (the API server
+// failing, say), as Kopf does: 1 s, 1 s, 2 s, 3 s, 5 s, ... (the last delay
+// repeats), skipping events meanwhile, until a cycle succeeds again. No
+// delays: throttling is off, and controller-runtime's backoff applies.
+type throttler struct {
+	delays []time.Duration
+}
+
+// wait is how long the object is still throttled; events meanwhile are
+// skipped, and the object is processed again when the delay is over.
+func (t throttler) wait(c *cycle, now time.Time) time.Duration {
+	return c.mem.throttledUntil.Sub(now)
+}
+
+// after turns a cycle's result and error into the reconcile's: an error
+// starts or extends the object's throttling, a success ends it.
+func (t throttler) after(c *cycle, now time.Time, result reconcile.Result, err error) (reconcile.Result, error) {
+	if err == nil {
+		if c.mem.throttles > 0 {
+			c.local.Info("Throttling is over. Switching back to normal operations.")
+			c.mem.throttles, c.mem.throttledUntil = 0, time.Time{}
+		}
+		return result, nil
+	}
+	if len(t.delays) == 0 {
+		return result, err
+	}
+	delay := t.delays[min(c.mem.throttles, len(t.delays)-1)]
+	c.mem.throttles++
+	c.mem.throttledUntil = now.Add(delay)
+	c.local.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", execution.Seconds(delay.Round(logPrecision)), err))
+	return reconcile.Result{RequeueAfter: delay}, nil
+}

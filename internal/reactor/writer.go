@@ -1,0 +1,202 @@
+package reactor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/internal/patch"
+)
+
+// writeTimeout bounds a cycle's write once the operator is stopping or
+// freezing: the write outlives that cancellation, because its handlers have
+// already run, and a lost write would run them again after the restart.
+const writeTimeout = 30 * time.Second
+
+// writer turns a decided cycle into merge patches of one kind's objects:
+// the status part to /status where the kind has it, the rest (with the
+// finalizer change) to the object.
+type writer struct {
+	gvk       schema.GroupVersionKind
+	finalizer string
+	clients   *clients
+	status    *statusProbe
+	// timeout bounds a cycle's write after its context is cancelled.
+	timeout time.Duration
+}
+
+// commit writes a cycle's patch and finalizer change. It does so even if
+// ctx is cancelled meanwhile (a stop or a freeze after the handlers ran),
+// bounded by the writer's timeout. It reports a conflict on the finalizer,
+// after writing the rest anyway.
+func (w *writer) commit(ctx context.Context, log logr.Logger, obj client.Object, p *patch.Patch, fin finalizerChange) (conflict bool, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
+	defer cancel()
+	return w.write(ctx, log, obj, p, fin)
+}
+
+// write sends the status patch (where there is a status subresource) and
+// then the main patch, which also carries a finalizer change computed
+// against the freshest object known, guarded by its resourceVersion.
+func (w *writer) write(ctx context.Context, log logr.Logger, obj client.Object, p *patch.Patch, fin finalizerChange) (conflict bool, err error) {
+	main, status, err := w.split(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	if status != nil {
+		if err := w.send(ctx, obj, status, true); err != nil {
+			return false, skipGone(log, err)
+		}
+	}
+	if fin != keepFinalizer {
+		main = w.withFinalizer(obj, fin, main)
+	}
+	if main == nil {
+		return false, nil
+	}
+	err = w.send(ctx, obj, main, false)
+	if apierrors.IsConflict(err) && fin != keepFinalizer {
+		log.V(1).Info("The object changed while its finalizer was being updated; retrying in the next cycle.")
+		rest := withoutFinalizer(main)
+		if rest == nil {
+			return true, nil
+		}
+		return true, skipGone(log, w.send(ctx, obj, rest, false))
+	}
+	return false, skipGone(log, err)
+}
+
+// split divides a patch into what goes to /status and what goes to the
+// object itself; without a status subresource, everything goes to the
+// object.
+func (w *writer) split(ctx context.Context, p *patch.Patch) (main, status map[string]any, err error) {
+	withStatus, err := w.status.has(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !withStatus {
+		return p.Body(), nil, nil
+	}
+	main, status = p.Split()
+	return main, status, nil
+}
+
+// withFinalizer adds the finalizer list and a resourceVersion precondition
+// to the main patch: a merge patch replaces lists whole, so the version
+// check is what keeps other controllers' finalizers safe.
+func (w *writer) withFinalizer(obj client.Object, fin finalizerChange, main map[string]any) map[string]any {
+	finalizers := slices.Clone(obj.GetFinalizers())
+	switch fin {
+	case addFinalizer:
+		if !slices.Contains(finalizers, w.finalizer) {
+			finalizers = append(finalizers, w.finalizer)
+		}
+	case removeFinalizer:
+		finalizers = slices.DeleteFunc(finalizers, func(f string) bool { return f == w.finalizer })
+	}
+	if main == nil {
+		main = map[string]any{}
+	}
+	meta, _ := main["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		main["metadata"] = meta
+	}
+	if len(finalizers) == 0 {
+		meta["finalizers"] = nil
+	} else {
+		list := make([]any, len(finalizers))
+		for i, f := range finalizers {
+			list[i] = f
+		}
+		meta["finalizers"] = list
+	}
+	meta["resourceVersion"] = obj.GetResourceVersion()
+	return main
+}
+
+// withoutFinalizer is the main patch minus the finalizer change; nil if
+// nothing else is left.
+func withoutFinalizer(main map[string]any) map[string]any {
+	rest := map[string]any{}
+	for k, v := range main {
+		if k != "metadata" {
+			rest[k] = v
+			continue
+		}
+		meta := map[string]any{}
+		for mk, mv := range v.(map[string]any) {
+			if mk != "finalizers" && mk != "resourceVersion" {
+				meta[mk] = mv
+			}
+		}
+		if len(meta) > 0 {
+			rest["metadata"] = meta
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return rest
+}
+
+// send applies one merge patch. The API server answers with the object's
+// metadata only: the cycle needs nothing else of the answer (the next one
+// reads the object from the cache), and decoding whole objects was the
+// largest share of a cycle's CPU. The answer's metadata (resourceVersion
+// above all) is copied into obj; its spec and status stay as they were.
+func (w *writer) send(ctx context.Context, obj client.Object, body map[string]any, status bool) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode the patch: %w", err)
+	}
+	p := client.RawPatch(types.MergePatchType, data)
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(w.gvk)
+	meta.SetNamespace(obj.GetNamespace())
+	meta.SetName(obj.GetName())
+	if status {
+		err = w.clients.writing().Status().Patch(ctx, meta, p)
+	} else {
+		err = w.clients.writing().Patch(ctx, meta, p)
+	}
+	if err == nil {
+		copyMetadata(obj, meta)
+	}
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("patch %s %s: %w", w.gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return err
+}
+
+// copyMetadata brings a patch's answer into the cycle's object: what a
+// merge patch can change in metadata, and what the API server changes
+// with every write.
+func copyMetadata(obj client.Object, from *metav1.PartialObjectMetadata) {
+	obj.SetResourceVersion(from.GetResourceVersion())
+	obj.SetGeneration(from.GetGeneration())
+	obj.SetAnnotations(from.GetAnnotations())
+	obj.SetLabels(from.GetLabels())
+	obj.SetFinalizers(from.GetFinalizers())
+	obj.SetOwnerReferences(from.GetOwnerReferences())
+	obj.SetDeletionTimestamp(from.GetDeletionTimestamp())
+	obj.SetManagedFields(from.GetManagedFields())
+}
+
+// skipGone turns "the object is gone" into nothing to do.
+func skipGone(log logr.Logger, err error) error {
+	if apierrors.IsNotFound(err) {
+		log.V(1).Info("Patching was skipped: the object does not exist anymore.")
+		return nil
+	}
+	return err
+}
