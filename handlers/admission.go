@@ -26,10 +26,10 @@ type AdmissionOperation = admission.Operation
 
 // The operations a webhook can be called for.
 const (
-	OperationCreate  = admission.Create
-	OperationUpdate  = admission.Update
-	OperationDelete  = admission.Delete
-	OperationConnect = admission.Connect
+	OperationCreate  AdmissionOperation = admission.Create
+	OperationUpdate  AdmissionOperation = admission.Update
+	OperationDelete  AdmissionOperation = admission.Delete
+	OperationConnect AdmissionOperation = admission.Connect
 )
 
 // AdmissionFunc is a validating or mutating handler. A mutating handler

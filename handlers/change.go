@@ -21,10 +21,10 @@ type Reason = causes.Reason
 
 // The reasons change handlers see.
 const (
-	ReasonCreate = causes.Create
-	ReasonUpdate = causes.Update
-	ReasonDelete = causes.Delete
-	ReasonResume = causes.Resume
+	ReasonCreate Reason = causes.Create
+	ReasonUpdate Reason = causes.Update
+	ReasonDelete Reason = causes.Delete
+	ReasonResume Reason = causes.Resume
 )
 
 // ChangeFunc is a change handler. A non-nil result lands in status.<id>: a

@@ -28,14 +28,14 @@ type StopReason = daemons.StopReason
 
 // The stop reasons, with Kopf's names (DaemonStoppingReason).
 const (
-	StopDone            = daemons.StopDone
-	StopFiltersMismatch = daemons.StopFiltersMismatch
-	StopResourceDeleted = daemons.StopResourceDeleted
-	StopOperatorPausing = daemons.StopOperatorPausing
-	StopOperatorExiting = daemons.StopOperatorExiting
-	StopSignalled       = daemons.StopSignalled
-	StopCancelled       = daemons.StopCancelled
-	StopAbandoned       = daemons.StopAbandoned
+	StopDone            StopReason = daemons.StopDone
+	StopFiltersMismatch StopReason = daemons.StopFiltersMismatch
+	StopResourceDeleted StopReason = daemons.StopResourceDeleted
+	StopOperatorPausing StopReason = daemons.StopOperatorPausing
+	StopOperatorExiting StopReason = daemons.StopOperatorExiting
+	StopSignalled       StopReason = daemons.StopSignalled
+	StopCancelled       StopReason = daemons.StopCancelled
+	StopAbandoned       StopReason = daemons.StopAbandoned
 )
 
 // Daemon registers a function that runs for as long as an object exists

@@ -211,14 +211,18 @@ func Retries(n int) LimitOption { return limit(func(h *execution.Handler) { h.Re
 
 // Backoff is the delay before retrying after an arbitrary error (default:
 // Options.DefaultBackoff, 60 s).
-func Backoff(d time.Duration) LimitOption { return limit(func(h *execution.Handler) { h.Backoff = &d }) }
+func Backoff(d time.Duration) LimitOption {
+	return limit(func(h *execution.Handler) { h.Backoff = &d })
+}
 
 // Timeout limits the time since the first attempt; after it the handler
 // fails. It is also the deadline of the handler's context.
 func Timeout(d time.Duration) LimitOption { return limit(func(h *execution.Handler) { h.Timeout = d }) }
 
 // Errors sets what arbitrary errors mean for the handler.
-func Errors(mode ErrorsMode) LimitOption { return limit(func(h *execution.Handler) { h.Errors = mode }) }
+func Errors(mode ErrorsMode) LimitOption {
+	return limit(func(h *execution.Handler) { h.Errors = mode })
+}
 
 // fieldChangeOption, resumeOption and deleteOption are options of one
 // cause's change handlers each: update and field handlers, resume

@@ -10,11 +10,8 @@
 //	})
 //	handlers.Main(reg, handlers.Options{})
 //
-// The registration functions are named after Kopf's decorators (OnCreate
-// is @kopf.on.create, Daemon is @kopf.daemon, ...) and take options that
-// the compiler checks per handler kind: filters (Labels, Annotations,
-// Field, Value, When), limits (Retries, Backoff, Timeout, Errors) and the
-// kind's own (Optional for OnDelete, Interval for Timer, ...).
+// The registration functions (On..., Daemon, Timer, Index) are Kopf's
+// decorators, with options that the compiler checks per function;
 // docs/kopf-to-go.md maps every Kopf name to its Go name.
 package handlers
 
