@@ -14,19 +14,20 @@ import (
 
 // option is what every option is: apply sets the option's part of the
 // handler being registered. The compiler decides which options a
-// registration function takes: its option interface adds one empty
-// method, its handler kind's (CreateOption adds create, ...), and an
-// option has the methods of the kinds it applies to. The classes of
-// options that apply to several kinds (FilterOption, LimitOption,
-// InitialDelayOption) list those kinds' interfaces. A new handler kind
-// declares its interface, adds it to the classes that apply to it, and
-// its method to their types (filter, Labels, Annotations; limit); every
-// other option type stays as it is, and is rejected for the new kind.
+// registration function takes: the function's option interface adds one
+// empty method of its own (CreateOption adds create, ...), and an option
+// type has the methods of the functions it applies to. The classes of
+// options that apply to several functions (FilterOption, LimitOption,
+// InitialDelayOption) embed those functions' interfaces. A new
+// registration function declares its interface, adds it to the classes
+// that apply to it, and its method to their types (filter, Labels and
+// Annotations; limit); every other option type stays as it is, and the
+// compiler rejects it for the new function.
 type option interface{ apply(*target) }
 
-// target is the handler an option configures: the parts of it that its
-// kind has (the others are nil, and the compiler keeps options that would
-// need them away).
+// target is the handler an option configures: the parts that this
+// handler has (the others are nil, and the compiler keeps the options that
+// would need them away).
 type target struct {
 	handler *execution.Handler      // the limits; nil for webhooks
 	filters *registry.Filters       // nil for operator-wide handlers

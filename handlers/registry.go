@@ -43,8 +43,9 @@ type Registry struct {
 	webhooks admission.Registry
 }
 
-// registration is one resource of a registry: how the operator named it,
-// its engine kind, and its webhook handlers if it has any.
+// registration is one resource of a registry: how the operator named it
+// (for error messages), the engine's kind with its handlers, and its
+// webhook handlers if it has any.
 type registration struct {
 	name     string
 	kind     *registry.Kind
@@ -54,10 +55,9 @@ type registration struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{resources: map[any]*registration{}} }
 
-// Resource is a kind of objects in a registry, the handle that handlers are
-// registered for (Kopf's resource), with T the Go type its objects arrive
-// as: a typed object such as *corev1.ConfigMap, or
-// *unstructured.Unstructured.
+// Resource is what handlers are registered for (Kopf's resource): the
+// objects of one Kubernetes kind, with T the Go type they arrive as, a
+// typed object such as *corev1.ConfigMap, or *unstructured.Unstructured.
 type Resource[T client.Object] struct {
 	reg *Registry
 	res *registration
