@@ -56,6 +56,7 @@ func OnMutate[T client.Object](res *Resource[T], id string, fn AdmissionFunc[T],
 	res.addWebhook(h)
 }
 
+// newWebhook adapts fn to the engine's untyped objects.
 func newWebhook[T client.Object](id string, t admission.Type, fn AdmissionFunc[T]) *admission.Handler {
 	h := &admission.Handler{ID: id, Type: t}
 	if fn != nil {
