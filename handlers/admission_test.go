@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
-	"weak"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -46,11 +43,10 @@ func TestWebhookRegistration(t *testing.T) {
 	// The same kind again: the handlers join it.
 	OnMutate(ForKind(reg, "kopf.dev", "v1", "KopfExample"), "mutate2", noop[*unstructured.Unstructured])
 
-	store := webhooksOf(reg)
-	if len(store.reg.Kinds) != 1 {
-		t.Fatalf("kinds = %d, want 1", len(store.reg.Kinds))
+	if len(reg.webhooks.Kinds) != 1 {
+		t.Fatalf("kinds = %d, want 1", len(reg.webhooks.Kinds))
 	}
-	k := store.reg.Kinds[0]
+	k := reg.webhooks.Kinds[0]
 	if k.GVK != (schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}) {
 		t.Errorf("GVK = %v", k.GVK)
 	}
@@ -86,10 +82,10 @@ func TestWebhookRegistration(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("handlers -want +got:\n%s", diff)
 	}
-	if err := store.reg.Validate(); err != nil {
+	if err := reg.webhooks.Validate(); err != nil {
 		t.Errorf("Validate() = %v", err)
 	}
-	if other := webhooksOf(NewRegistry()); len(other.reg.Kinds) != 0 {
+	if other := NewRegistry(); len(other.webhooks.Kinds) != 0 {
 		t.Error("a new registry sees another registry's webhooks")
 	}
 }
@@ -252,26 +248,5 @@ func TestSetupWebhooksManaged(t *testing.T) {
 		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://localhost:9443")}})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestWebhookStoresGoWithTheirRegistries(t *testing.T) {
-	reg := NewRegistry()
-	OnValidate(ForKind(reg, "kopf.dev", "v1", "KopfExample"), "v", noop[*unstructured.Unstructured])
-	key := weak.Make(reg)
-	reg = nil
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		runtime.GC()
-		webhookStores.Lock()
-		_, ok := webhookStores.m[key]
-		webhookStores.Unlock()
-		if !ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the store of a collected registry is still there")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -21,10 +21,10 @@ type Reason = causes.Reason
 
 // The reasons change handlers see.
 const (
-	ReasonCreate = causes.Create
-	ReasonUpdate = causes.Update
-	ReasonDelete = causes.Delete
-	ReasonResume = causes.Resume
+	ReasonCreate Reason = causes.Create
+	ReasonUpdate Reason = causes.Update
+	ReasonDelete Reason = causes.Delete
+	ReasonResume Reason = causes.Resume
 )
 
 // ChangeFunc is a change handler. A non-nil result lands in status.<id>: a
@@ -35,64 +35,55 @@ type ChangeFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any
 // OnCreate registers a handler for objects seen for the first time (no last
 // handled state on them), including those created while the operator was
 // down.
-func OnCreate[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...CreateOption) {
-	h := k.newHandler(id, fn, causes.Create)
-	for _, o := range opts {
-		o.applyChange(h)
-	}
-	k.add(h)
+func OnCreate[T client.Object](res *Resource[T], id string, fn ChangeFunc[T], opts ...CreateOption) {
+	h := newChangeHandler(id, fn, causes.Create)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, change: h}, opts)
+	res.addChange(h)
 }
 
 // OnUpdate registers a handler for changes of the object's essence (spec,
 // labels, annotations, and any field some handler watches; never status).
-func OnUpdate[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...UpdateOption) {
-	h := k.newHandler(id, fn, causes.Update)
+func OnUpdate[T client.Object](res *Resource[T], id string, fn ChangeFunc[T], opts ...UpdateOption) {
+	h := newChangeHandler(id, fn, causes.Update)
 	h.FieldNeedsChange = true
-	for _, o := range opts {
-		o.applyChange(h)
-	}
-	k.add(h)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, change: h}, opts)
+	res.addChange(h)
 }
 
 // OnDelete registers a handler for objects being deleted. Unless Optional,
 // it puts the framework's finalizer on matching objects, so that deletion
 // waits for it.
-func OnDelete[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...DeleteOption) {
-	h := k.newHandler(id, fn, causes.Delete)
+func OnDelete[T client.Object](res *Resource[T], id string, fn ChangeFunc[T], opts ...DeleteOption) {
+	h := newChangeHandler(id, fn, causes.Delete)
 	h.RequiresFinalizer = true
-	for _, o := range opts {
-		o.applyChange(h)
-	}
-	k.add(h)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, change: h}, opts)
+	res.addChange(h)
 }
 
 // OnResume registers a handler for objects that exist when the operator
 // starts, once per process; it joins whatever cause that object has then
 // (an update during the downtime, say), but not deletions unless Deleted.
-func OnResume[T client.Object](k *Kind[T], id string, fn ChangeFunc[T], opts ...ResumeOption) {
-	h := k.newHandler(id, fn, "")
+func OnResume[T client.Object](res *Resource[T], id string, fn ChangeFunc[T], opts ...ResumeOption) {
+	h := newChangeHandler(id, fn, "")
 	h.Initial = true
-	for _, o := range opts {
-		o.applyChange(h)
-	}
-	k.add(h)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, change: h}, opts)
+	res.addChange(h)
 }
 
 // OnField registers a handler for changes of one field (dotted, e.g.
 // "spec.field"), whatever the cause: it also runs on creation when the
 // field is there, as in Kopf. Its id becomes "<id>/<field>"; it sees the
-// field's old and new values.
-func OnField[T client.Object](k *Kind[T], id, field string, fn ChangeFunc[T], opts ...FieldOption) {
-	h := k.newHandler(id, fn, "")
+// field's old and new values. It takes the options of OnUpdate.
+func OnField[T client.Object](res *Resource[T], id, field string, fn ChangeFunc[T], opts ...UpdateOption) {
+	h := newChangeHandler(id, fn, "")
 	h.Field = fields.Parse(field)
 	h.FieldNeedsChange = true
-	for _, o := range opts {
-		o.applyChange(h)
-	}
-	k.add(h)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, change: h}, opts)
+	res.addChange(h)
 }
 
-func (k *Kind[T]) newHandler(id string, fn ChangeFunc[T], reason causes.Reason) *registry.ChangeHandler {
+// newChangeHandler adapts fn to the engine's untyped objects.
+func newChangeHandler[T client.Object](id string, fn ChangeFunc[T], reason causes.Reason) *registry.ChangeHandler {
 	h := &registry.ChangeHandler{Reason: reason}
 	h.ID = id
 	h.Fn = func(ctx context.Context, obj registry.Object, c *causes.Cause) (any, error) {
@@ -101,12 +92,13 @@ func (k *Kind[T]) newHandler(id string, fn ChangeFunc[T], reason causes.Reason) 
 	return h
 }
 
-// add finishes the handler's id (a field adds "/<field>") and registers it.
-func (k *Kind[T]) add(h *registry.ChangeHandler) {
+// addChange finishes the handler's id (a field adds "/<field>") and
+// registers it.
+func (res *Resource[T]) addChange(h *registry.ChangeHandler) {
 	if len(h.Field) > 0 {
 		h.ID = registry.FieldID(h.ID, h.Field)
 	}
-	k.kind.Changing = append(k.kind.Changing, h)
+	res.res.kind.Changing = append(res.res.kind.Changing, h)
 }
 
 // Subhandler registers a sub-handler from within a change handler (Kopf's
@@ -115,17 +107,11 @@ func (k *Kind[T]) add(h *registry.ChangeHandler) {
 // retries of its own, and its result in status.<parent id>/<id>. Until all
 // of a parent's sub-handlers are finished, the parent is called again on
 // every cycle, so it must register them the same way each time. Options
-// are those of OnUpdate (filters, limits, Field with Old/New). It fails
-// outside a change handler.
+// are those of OnUpdate (filters, limits, Field with ValueBefore and
+// ValueAfter). It fails outside a change handler.
 func Subhandler[T client.Object](c *Cause, id string, fn ChangeFunc[T], opts ...UpdateOption) error {
-	h := &registry.ChangeHandler{}
-	h.ID = id
-	h.Fn = func(ctx context.Context, obj registry.Object, c *causes.Cause) (any, error) {
-		return fn(ctx, obj.(T), c)
-	}
-	for _, o := range opts {
-		o.applyChange(h)
-	}
+	h := newChangeHandler(id, fn, "")
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, change: h}, opts)
 	if len(h.Field) > 0 {
 		h.ID = registry.FieldID(h.ID, h.Field)
 		h.FieldNeedsChange = true

@@ -28,14 +28,14 @@ type StopReason = daemons.StopReason
 
 // The stop reasons, with Kopf's names (DaemonStoppingReason).
 const (
-	StopDone            = daemons.StopDone
-	StopFiltersMismatch = daemons.StopFiltersMismatch
-	StopResourceDeleted = daemons.StopResourceDeleted
-	StopOperatorPausing = daemons.StopOperatorPausing
-	StopOperatorExiting = daemons.StopOperatorExiting
-	StopSignalled       = daemons.StopSignalled
-	StopCancelled       = daemons.StopCancelled
-	StopAbandoned       = daemons.StopAbandoned
+	StopDone            StopReason = daemons.StopDone
+	StopFiltersMismatch StopReason = daemons.StopFiltersMismatch
+	StopResourceDeleted StopReason = daemons.StopResourceDeleted
+	StopOperatorPausing StopReason = daemons.StopOperatorPausing
+	StopOperatorExiting StopReason = daemons.StopOperatorExiting
+	StopSignalled       StopReason = daemons.StopSignalled
+	StopCancelled       StopReason = daemons.StopCancelled
+	StopAbandoned       StopReason = daemons.StopAbandoned
 )
 
 // Daemon registers a function that runs for as long as an object exists
@@ -45,24 +45,20 @@ const (
 // matching, or the operator pauses or exits. A daemon that returns is not
 // started again for that object; one that fails with a temporary error is
 // restarted after the delay.
-func Daemon[T client.Object](k *Kind[T], id string, fn DaemonFunc[T], opts ...DaemonOption) {
+func Daemon[T client.Object](res *Resource[T], id string, fn DaemonFunc[T], opts ...DaemonOption) {
 	h := newSpawnHandler(id, "Daemon", daemons.KindDaemon, fn)
-	for _, o := range opts {
-		o.applySpawn(h)
-	}
-	k.addSpawning(h)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, spawn: h}, opts)
+	res.addSpawning(h)
 }
 
 // Timer registers a function that is called on a schedule for every object
 // that matches the filters: every Interval (on a fixed grid with Sharp),
 // and/or once the object has not changed for Idle; with neither, once. A
 // timer never overlaps itself, and stops as a daemon does.
-func Timer[T client.Object](k *Kind[T], id string, fn DaemonFunc[T], opts ...TimerOption) {
+func Timer[T client.Object](res *Resource[T], id string, fn DaemonFunc[T], opts ...TimerOption) {
 	h := newSpawnHandler(id, "Timer", daemons.KindTimer, fn)
-	for _, o := range opts {
-		o.applySpawn(h)
-	}
-	k.addSpawning(h)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters, spawn: h}, opts)
+	res.addSpawning(h)
 }
 
 // Latest returns a fresh copy of the daemon's object as the cache has it
@@ -89,36 +85,47 @@ func newSpawnHandler[T client.Object](id, title string, kind daemons.Kind, fn Da
 	return h
 }
 
-func (k *Kind[T]) addSpawning(h *registry.SpawnHandler) {
+// addSpawning finishes the handler's id (a field adds "/<field>") and
+// registers it.
+func (res *Resource[T]) addSpawning(h *registry.SpawnHandler) {
 	if len(h.Field) > 0 {
 		h.ID = registry.FieldID(h.ID, h.Field)
 	}
-	k.kind.Spawning = append(k.kind.Spawning, h)
+	res.res.kind.Spawning = append(res.res.kind.Spawning, h)
 }
 
-// spawnOption is an option of daemons and timers only.
-type spawnOption func(*registry.SpawnHandler)
+// spawnOption is an option of daemons and timers, daemonOption of daemons
+// only, timerOption of timers only.
+type (
+	spawnOption  func(*registry.SpawnHandler)
+	daemonOption func(*registry.SpawnHandler)
+	timerOption  func(*registry.SpawnHandler)
+)
 
-func (o spawnOption) applySpawn(h *registry.SpawnHandler) { o(h) }
-func (spawnOption) daemon()                               {}
-func (spawnOption) timer()                                {}
+func (o spawnOption) apply(t *target)  { o(t.spawn) }
+func (spawnOption) daemon()            {}
+func (spawnOption) timer()             {}
+func (o daemonOption) apply(t *target) { o(t.spawn) }
+func (daemonOption) daemon()           {}
+func (o timerOption) apply(t *target)  { o(t.spawn) }
+func (timerOption) timer()             {}
 
-// InitialDelay delays a daemon's or timer's first call.
-func InitialDelay(d time.Duration) interface {
+// InitialDelayOption delays the first call of a daemon or a timer.
+type InitialDelayOption interface {
 	DaemonOption
 	TimerOption
-} {
+}
+
+// InitialDelay delays a daemon's or timer's first call.
+func InitialDelay(d time.Duration) InitialDelayOption {
 	return spawnOption(func(h *registry.SpawnHandler) {
 		h.InitialDelay = func(causes.Object) time.Duration { return d }
 	})
 }
 
 // InitialDelayFunc computes the first call's delay from the object; T must
-// be the kind's object type.
-func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) interface {
-	DaemonOption
-	TimerOption
-} {
+// be the resource's object type.
+func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) InitialDelayOption {
 	return spawnOption(func(h *registry.SpawnHandler) {
 		h.InitialDelay = func(obj causes.Object) time.Duration {
 			if typed, ok := obj.(T); ok {
@@ -128,12 +135,6 @@ func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) interface {
 		}
 	})
 }
-
-// daemonOption is an option of daemons only.
-type daemonOption func(*registry.SpawnHandler)
-
-func (o daemonOption) applySpawn(h *registry.SpawnHandler) { o(h) }
-func (daemonOption) daemon()                               {}
 
 // CancellationBackoff gives a stopping daemon this long to exit on its own
 // (DaemonCause.Stopped is closed) before its context is cancelled. Without
@@ -156,12 +157,6 @@ func CancellationTimeout(d time.Duration) DaemonOption {
 func CancellationPolling(d time.Duration) DaemonOption {
 	return daemonOption(func(h *registry.SpawnHandler) { h.CancellationPolling = d })
 }
-
-// timerOption is an option of timers only.
-type timerOption func(*registry.SpawnHandler)
-
-func (o timerOption) applySpawn(h *registry.SpawnHandler) { o(h) }
-func (timerOption) timer()                                {}
 
 // Interval is the time between the end of one call and the next.
 func Interval(d time.Duration) TimerOption {

@@ -7,22 +7,11 @@ import (
 )
 
 // TemporaryError asks for the handler to be retried after Delay (zero: at
-// once), within its retries and timeout.
+// once), within its retries and timeout. Kopf's default delay is 60 s.
 type TemporaryError = execution.TemporaryError
 
 // PermanentError ends the handler for this cause without retries.
 type PermanentError = execution.PermanentError
-
-// HandlerTimeoutError is the framework's failure of a handler whose
-// timeout has passed.
-type HandlerTimeoutError = execution.HandlerTimeoutError
-
-// HandlerRetriesError is the framework's failure of a handler whose
-// retries are used up.
-type HandlerRetriesError = execution.HandlerRetriesError
-
-// DefaultTemporaryDelay is Kopf's default delay of a temporary error.
-const DefaultTemporaryDelay = execution.DefaultTemporaryDelay
 
 // NewTemporaryError returns a temporary error with a message and a delay.
 func NewTemporaryError(message string, delay time.Duration) *TemporaryError {
@@ -45,9 +34,9 @@ type ErrorsMode = execution.ErrorsMode
 // The errors modes. Change handlers default to ErrorsTemporary.
 const (
 	// ErrorsTemporary retries after the backoff.
-	ErrorsTemporary = execution.ErrorsTemporary
+	ErrorsTemporary ErrorsMode = execution.ErrorsTemporary
 	// ErrorsPermanent fails the handler at once.
-	ErrorsPermanent = execution.ErrorsPermanent
+	ErrorsPermanent ErrorsMode = execution.ErrorsPermanent
 	// ErrorsIgnored logs the error and counts the handler as succeeded.
-	ErrorsIgnored = execution.ErrorsIgnored
+	ErrorsIgnored ErrorsMode = execution.ErrorsIgnored
 )

@@ -10,41 +10,41 @@ import (
 )
 
 // Objects are several objects that one Event is posted about, each, as in
-// handlers.Info(ctx, handlers.Objects{parent, child}, "Linked", "...").
+// handlers.PostInfo(ctx, handlers.Objects{parent, child}, "Linked", "...").
 // A list object (a *corev1.PodList, an *unstructured.UnstructuredList)
 // works too.
 type Objects = posting.Objects
 
 // PostEvent posts a Kubernetes Event of any type about objs: one object, a
-// list, or Objects (Kopf's kopf.event; the name Event is the on-event
-// cause's). It works from any handler, daemon or timer: the engine's
+// list, or Objects (Kopf's kopf.event). Every function that posts an
+// Event is named Post...: PostInfo, PostWarning, PostException. It works from any handler, daemon or timer: the engine's
 // poster comes with ctx. The Event is queued and posted in the background,
 // so the handler does not wait for the API server; failures are logged,
 // never returned, as in Kopf.
 //
 // The gates of the posting settings (posting.Settings) apply alike to
-// PostEvent, Info, Warn and Exception: nothing is posted when posting is
+// PostEvent, PostInfo, PostWarning and PostException: nothing is posted when posting is
 // disabled, nor when the level of the type (Debug; Normal or any custom
 // type; Warning; Error) is below the configured level.
 func PostEvent(ctx context.Context, objs runtime.Object, eventType, reason, message string) {
 	post(ctx, objs, eventType, reason, message)
 }
 
-// Info posts a Normal Event (Kopf's kopf.info).
-func Info(ctx context.Context, objs runtime.Object, reason, message string) {
+// PostInfo posts a Normal Event (Kopf's kopf.info).
+func PostInfo(ctx context.Context, objs runtime.Object, reason, message string) {
 	post(ctx, objs, posting.TypeNormal, reason, message)
 }
 
-// Warn posts a Warning Event (Kopf's kopf.warn).
-func Warn(ctx context.Context, objs runtime.Object, reason, message string) {
+// PostWarning posts a Warning Event (Kopf's kopf.warn).
+func PostWarning(ctx context.Context, objs runtime.Object, reason, message string) {
 	post(ctx, objs, posting.TypeWarning, reason, message)
 }
 
-// Exception posts an Error Event about err (Kopf's kopf.exception). An
+// PostException posts an Error Event about err (Kopf's kopf.exception). An
 // empty reason becomes the name of err's type (the first exported type in
 // its chain, "Error" if none); the message is "message err", or either of
 // them alone.
-func Exception(ctx context.Context, objs runtime.Object, reason, message string, err error) {
+func PostException(ctx context.Context, objs runtime.Object, reason, message string, err error) {
 	if reason == "" {
 		reason = posting.ReasonOfError(err)
 	}
@@ -76,10 +76,10 @@ type PostingLevel = posting.Level
 
 // The levels of PostingSettings.Level, as Kopf's logging levels.
 const (
-	PostingLevelDebug   = posting.LevelDebug
-	PostingLevelInfo    = posting.LevelInfo
-	PostingLevelWarning = posting.LevelWarning
-	PostingLevelError   = posting.LevelError
+	PostingLevelDebug   PostingLevel = posting.LevelDebug
+	PostingLevelInfo    PostingLevel = posting.LevelInfo
+	PostingLevelWarning PostingLevel = posting.LevelWarning
+	PostingLevelError   PostingLevel = posting.LevelError
 )
 
 // LocalKey, with the value true in a log line's values, keeps the line out

@@ -61,13 +61,13 @@ func (*QuotaError) Error() string { return "over quota" }
 func TestEventFunctions(t *testing.T) {
 	got := postAll(t, posting.Settings{}, func(ctx context.Context) {
 		handlers.PostEvent(ctx, cm("a"), "SomeType", "SomeReason", "m1")
-		handlers.Info(ctx, cm("a"), "Created", "m2")
-		handlers.Warn(ctx, cm("a"), "Slow", "m3")
-		handlers.Exception(ctx, cm("a"), "Failed", "m4", fmt.Errorf("call: %w", &QuotaError{}))
-		handlers.Exception(ctx, cm("a"), "", "m5", &QuotaError{})
-		handlers.Exception(ctx, cm("a"), "", "", nil)
-		handlers.Info(ctx, handlers.Objects{cm("b"), cm("c")}, "Linked", "m6")
-		handlers.Info(ctx, &corev1.ConfigMapList{Items: []corev1.ConfigMap{*cm("d")}}, "Listed", "m7")
+		handlers.PostInfo(ctx, cm("a"), "Created", "m2")
+		handlers.PostWarning(ctx, cm("a"), "Slow", "m3")
+		handlers.PostException(ctx, cm("a"), "Failed", "m4", fmt.Errorf("call: %w", &QuotaError{}))
+		handlers.PostException(ctx, cm("a"), "", "m5", &QuotaError{})
+		handlers.PostException(ctx, cm("a"), "", "", nil)
+		handlers.PostInfo(ctx, handlers.Objects{cm("b"), cm("c")}, "Linked", "m6")
+		handlers.PostInfo(ctx, &corev1.ConfigMapList{Items: []corev1.ConfigMap{*cm("d")}}, "Listed", "m7")
 	})
 	want := []string{
 		"SomeType/SomeReason/m1/a",
@@ -111,9 +111,9 @@ func sortedAsPosted(got, want []string) []string {
 func TestEventGates(t *testing.T) {
 	all := func(ctx context.Context) {
 		handlers.PostEvent(ctx, cm("a"), "Normal", "R", "event")
-		handlers.Info(ctx, cm("a"), "R", "info")
-		handlers.Warn(ctx, cm("a"), "R", "warn")
-		handlers.Exception(ctx, cm("a"), "R", "exception", nil)
+		handlers.PostInfo(ctx, cm("a"), "R", "info")
+		handlers.PostWarning(ctx, cm("a"), "R", "warn")
+		handlers.PostException(ctx, cm("a"), "R", "exception", nil)
 	}
 	tests := []struct {
 		name     string
@@ -141,11 +141,11 @@ func TestEventWithoutPoster(t *testing.T) {
 	var lines []string
 	log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
 	ctx := logr.NewContext(context.Background(), log)
-	handlers.Info(ctx, cm("a"), "R", "m")
+	handlers.PostInfo(ctx, cm("a"), "R", "m")
 	if len(lines) != 1 || !strings.Contains(lines[0], "the context has no poster") {
 		t.Errorf("logged %q, want one line about the missing poster", lines)
 	}
-	handlers.Warn(context.Background(), cm("a"), "R", "m") // no logger either: no panic
+	handlers.PostWarning(context.Background(), cm("a"), "R", "m") // no logger either: no panic
 }
 
 // TestEventBadObject: an object without a kind is logged, not posted.
@@ -154,7 +154,7 @@ func TestEventBadObject(t *testing.T) {
 		var lines []string
 		log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
 		ctx = logr.NewContext(ctx, log)
-		handlers.Info(ctx, handlers.Objects{&unstructured.Unstructured{Object: map[string]any{}}, cm("ok")}, "R", "m")
+		handlers.PostInfo(ctx, handlers.Objects{&unstructured.Unstructured{Object: map[string]any{}}, cm("ok")}, "R", "m")
 		if len(lines) != 1 || !strings.Contains(lines[0], "Failed to post an event") {
 			t.Errorf("logged %q, want the failure", lines)
 		}

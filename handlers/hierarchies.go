@@ -10,7 +10,8 @@ import (
 )
 
 // The hierarchies kit makes the objects a handler creates children of the
-// handled object, as Kopf's kopf.adopt, kopf.label and the like:
+// handled object, as Kopf's kopf.adopt, kopf.label (LabelChild) and the
+// like:
 //
 //	pod := &corev1.Pod{Spec: ...}
 //	if err := handlers.Adopt(pod, obj); err != nil { ... }
@@ -33,7 +34,7 @@ type AdoptOption = hierarchies.AdoptOption
 // NoBlockOwnerDeletion, OwnerGVK, OwnerScheme.
 type ReferenceOption = hierarchies.ReferenceOption
 
-// LabelOption configures Label: Forced, Nested.
+// LabelOption configures LabelChild: Forced, Nested.
 type LabelOption = hierarchies.LabelOption
 
 // NamingOption configures HarmonizeNaming: Forced, Strict.
@@ -42,14 +43,14 @@ type NamingOption = hierarchies.NamingOption
 // NamespaceOption configures AdjustNamespace: Forced.
 type NamespaceOption = hierarchies.NamespaceOption
 
-// ForcedOption is what Forced returns; it suits Adopt, Label,
+// ForcedOption is what Forced returns; it suits Adopt, LabelChild,
 // HarmonizeNaming and AdjustNamespace.
 type ForcedOption = hierarchies.ForcedOption
 
 // StrictOption is what Strict returns; it suits Adopt and HarmonizeNaming.
 type StrictOption = hierarchies.StrictOption
 
-// NestedOption is what Nested returns; it suits Adopt and Label.
+// NestedOption is what Nested returns; it suits Adopt and LabelChild.
 type NestedOption = hierarchies.NestedOption
 
 // Adopt makes child a child of owner (Kopf's kopf.adopt): an owner
@@ -74,11 +75,12 @@ func AppendOwnerReference(child, owner client.Object, opts ...ReferenceOption) e
 // (Kopf's kopf.remove_owner_reference). Unlike Kopf, the owner is explicit.
 func RemoveOwnerReference(child, owner client.Object) { hierarchies.RemoveOwnerReference(child, owner) }
 
-// Label puts labels on child where it has none of that key, or
+// LabelChild puts labels on child where it has none of that key, or
 // overwriting if Forced; Nested also labels nested templates that exist
-// (Kopf's kopf.label). Unlike Kopf, the labels are explicit: pass
-// obj.GetLabels() for the handled object's.
-func Label(child client.Object, labels map[string]string, opts ...LabelOption) error {
+// (Kopf's kopf.label; the filter of handlers by labels is Labels). Unlike
+// Kopf, the labels are explicit: pass obj.GetLabels() for the handled
+// object's.
+func LabelChild(child client.Object, labels map[string]string, opts ...LabelOption) error {
 	return hierarchies.Label(child, labels, opts...)
 }
 

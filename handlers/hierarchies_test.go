@@ -63,7 +63,7 @@ func TestHierarchyOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	AdjustNamespace(pod, "other-ns", Forced())
-	if err := Label(pod, map[string]string{"a": "b"}, Nested("spec.template")); err != nil {
+	if err := LabelChild(pod, map[string]string{"a": "b"}, Nested("spec.template")); err != nil {
 		t.Fatal(err)
 	}
 	want := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{

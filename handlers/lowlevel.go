@@ -32,20 +32,19 @@ type EventFunc[T client.Object] func(ctx context.Context, obj T, e *RawEvent) (a
 // OnEvent registers a handler for every raw watch event of matching
 // objects: the listing, additions, modifications and deletions, in order.
 // It keeps no progress and needs no finalizer; its errors are logged and
-// ignored. It should be quick: events of the kind wait for it.
-func OnEvent[T client.Object](k *Kind[T], id string, fn EventFunc[T], opts ...EventOption) {
+// ignored, so it takes filters but no limits. It should be quick: the
+// resource's events wait for it.
+func OnEvent[T client.Object](res *Resource[T], id string, fn EventFunc[T], opts ...FilterOption) {
 	h := &registry.EventHandler{}
 	h.ID, h.Title = id, "Handler"
 	h.Fn = func(ctx context.Context, obj registry.Object, e *causes.Event) (any, error) {
 		return fn(ctx, obj.(T), e)
 	}
-	for _, o := range opts {
-		o.applyEvent(h)
-	}
+	applyAll(target{handler: &h.Handler, filters: &h.Filters}, opts)
 	if len(h.Field) > 0 {
 		h.ID = registry.FieldID(h.ID, h.Field)
 	}
-	k.kind.Watching = append(k.kind.Watching, h)
+	res.res.kind.Watching = append(res.res.kind.Watching, h)
 }
 
 // IndexFunc is an index handler: it returns the object's contributions to
@@ -61,20 +60,21 @@ type IndexFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any,
 // indexed kinds are indexed. Errors are ignored by default (the object's
 // values stay); a permanent failure takes the object out of the index
 // until the operator restarts, a temporary one until its delay is over.
-func Index[T client.Object](k *Kind[T], id string, fn IndexFunc[T], opts ...IndexOption) {
+func Index[T client.Object](res *Resource[T], id string, fn IndexFunc[T], opts ...IndexOption) {
 	h := &registry.IndexHandler{}
 	h.ID, h.Title = id, "Indexer"
 	h.Fn = func(ctx context.Context, obj registry.Object, c *causes.Cause) (any, error) {
 		return fn(ctx, obj.(T), c)
 	}
-	for _, o := range opts {
-		o.applyIndex(h)
-	}
-	k.reg.reg.AddIndex(k.kind, h)
+	applyAll(target{handler: &h.Handler, filters: &h.Filters}, opts)
+	res.reg.reg.AddIndex(res.res.kind, h)
 }
 
-// Memo is a memo: values kept in memory between handler calls, per object
-// (Cause.Memo) or for the whole operator (Options.Memo).
+// Memo is Kopf's memo: the operator's own values, kept between handler
+// calls and safe for concurrent use, per object (Cause.Memo,
+// DaemonCause.Memo, RawEvent.Memo) or for the whole operator
+// (Options.Memo, Activity.Memo). The engine only copies it (each object's
+// memo starts as a shallow copy of the operator's) and never reads it.
 type Memo = memo.Memo
 
 // Indices are the operator's indices by id; IndexData is one index.

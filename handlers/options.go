@@ -5,193 +5,253 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
-// Options are checked at compile time per handler kind: each registration
-// function accepts only the options that make sense for it. The common
-// options (retries, filters, ...) satisfy all of these interfaces.
+// option is what every option is: apply sets the option's part of the
+// handler being registered. The compiler decides which options a
+// registration function takes: the function's option interface adds one
+// empty method of its own (CreateOption adds create, ...), and an option
+// type has the methods of the functions it applies to. The classes of
+// options that apply to several functions (FilterOption, LimitOption,
+// InitialDelayOption) embed those functions' interfaces. A new
+// registration function declares its interface, adds it to the classes
+// that apply to it, and its method to their types (filter, Labels and
+// Annotations; limit); every other option type stays as it is, and the
+// compiler rejects it for the new function.
+type option interface{ apply(*target) }
 
-// CreateOption configures an OnCreate handler.
-type CreateOption interface {
-	applyChange(*registry.ChangeHandler)
-	create()
+// target is the handler an option configures: the parts that this
+// handler has (the others are nil, and the compiler keeps the options that
+// would need them away).
+type target struct {
+	handler *execution.Handler      // the limits; nil for webhooks
+	filters *registry.Filters       // nil for operator-wide handlers
+	change  *registry.ChangeHandler // change handlers only
+	spawn   *registry.SpawnHandler  // daemons and timers only
+	webhook *admission.Handler      // webhook handlers only
 }
 
-// EventOption configures an OnEvent handler: filters only.
-type EventOption interface {
-	applyEvent(*registry.EventHandler)
-	event()
+// applyAll applies the options in order: a later one wins.
+func applyAll[O option](t target, opts []O) {
+	for _, o := range opts {
+		o.apply(&t)
+	}
 }
 
-// IndexOption configures an Index handler.
-type IndexOption interface {
-	applyIndex(*registry.IndexHandler)
-	index()
-}
+// The options of each registration function, which the option types
+// implement: each lists the option classes it takes.
+type (
+	// CreateOption configures OnCreate: filters and limits.
+	CreateOption interface {
+		option
+		create()
+	}
+	// UpdateOption configures OnUpdate, OnField and Subhandler: filters,
+	// limits, ValueBefore and ValueAfter.
+	UpdateOption interface {
+		option
+		update()
+	}
+	// DeleteOption configures OnDelete: filters, limits and Optional.
+	DeleteOption interface {
+		option
+		delete()
+	}
+	// ResumeOption configures OnResume: filters, limits and Deleted.
+	ResumeOption interface {
+		option
+		resume()
+	}
+	// IndexOption configures Index: filters and limits.
+	IndexOption interface {
+		option
+		index()
+	}
+	// DaemonOption configures Daemon: filters, limits, InitialDelay and
+	// the Cancellation options.
+	DaemonOption interface {
+		option
+		daemon()
+	}
+	// TimerOption configures Timer: filters, limits, InitialDelay,
+	// Interval, Idle and Sharp.
+	TimerOption interface {
+		option
+		timer()
+	}
+	// WebhookOption configures OnValidate and OnMutate: filters (which
+	// test the request's object) and the webhook's own options.
+	WebhookOption interface {
+		option
+		webhook()
+	}
+)
 
-// DaemonOption configures a Daemon.
-type DaemonOption interface {
-	applySpawn(*registry.SpawnHandler)
-	daemon()
-}
+// The option classes: the options of several registration functions.
+type (
+	// FilterOption narrows the objects a handler runs for: Labels,
+	// Annotations, Field, Value, When. Every handler of a resource takes
+	// them; OnEvent takes only them.
+	FilterOption interface {
+		CreateOption
+		UpdateOption
+		DeleteOption
+		ResumeOption
+		IndexOption
+		DaemonOption
+		TimerOption
+		WebhookOption
+		event()
+	}
+	// LimitOption limits the attempts of a handler that is retried:
+	// Retries, Backoff, Timeout, Errors. On-event and webhook handlers
+	// are not retried; operator-wide handlers (OnStartup, ...) take only
+	// these.
+	LimitOption interface {
+		CreateOption
+		UpdateOption
+		DeleteOption
+		ResumeOption
+		IndexOption
+		DaemonOption
+		TimerOption
+		activity()
+	}
+)
 
-// TimerOption configures a Timer.
-type TimerOption interface {
-	applySpawn(*registry.SpawnHandler)
-	timer()
-}
+// filter is Field, Value and When: an option of every handler of a
+// resource, webhooks included.
+type filter func(*registry.Filters)
 
-// UpdateOption configures an OnUpdate handler.
-type UpdateOption interface {
-	applyChange(*registry.ChangeHandler)
-	update()
-}
+func (o filter) apply(t *target) { o(t.filters) }
+func (filter) event()            {}
+func (filter) create()           {}
+func (filter) update()           {}
+func (filter) delete()           {}
+func (filter) resume()           {}
+func (filter) index()            {}
+func (filter) daemon()           {}
+func (filter) timer()            {}
+func (filter) webhook()          {}
 
-// DeleteOption configures an OnDelete handler.
-type DeleteOption interface {
-	applyChange(*registry.ChangeHandler)
-	delete()
-}
+// Labels filters objects by labels: each key must match its filter.
+type Labels map[string]Filter
 
-// ResumeOption configures an OnResume handler.
-type ResumeOption interface {
-	applyChange(*registry.ChangeHandler)
-	resume()
-}
+func (l Labels) apply(t *target) { t.filters.Labels = l }
+func (Labels) event()            {}
+func (Labels) create()           {}
+func (Labels) update()           {}
+func (Labels) delete()           {}
+func (Labels) resume()           {}
+func (Labels) index()            {}
+func (Labels) daemon()           {}
+func (Labels) timer()            {}
+func (Labels) webhook()          {}
 
-// FieldOption configures an OnField handler.
-type FieldOption interface {
-	applyChange(*registry.ChangeHandler)
-	field()
-}
+// Annotations filters objects by annotations: each key must match its
+// filter.
+type Annotations map[string]Filter
 
-// Option is a filter, an option of every handler: change handlers,
-// daemons, timers, on-event and index handlers.
-type Option func(*execution.Handler, *registry.Filters)
-
-func (o Option) applyChange(h *registry.ChangeHandler) { o(&h.Handler, &h.Filters) }
-func (o Option) applySpawn(h *registry.SpawnHandler)   { o(&h.Handler, &h.Filters) }
-func (o Option) applyEvent(h *registry.EventHandler)   { o(&h.Handler, &h.Filters) }
-func (o Option) applyIndex(h *registry.IndexHandler)   { o(&h.Handler, &h.Filters) }
-func (Option) create()                                 {}
-func (Option) update()                                 {}
-func (Option) delete()                                 {}
-func (Option) resume()                                 {}
-func (Option) field()                                  {}
-func (Option) daemon()                                 {}
-func (Option) timer()                                  {}
-func (Option) event()                                  {}
-func (Option) index()                                  {}
-
-// LimitOption is an option of the handlers that are retried: all but
-// on-event handlers (their errors are only logged, as in Kopf).
-type LimitOption func(*execution.Handler)
-
-func (o LimitOption) applyChange(h *registry.ChangeHandler) { o(&h.Handler) }
-func (o LimitOption) applySpawn(h *registry.SpawnHandler)   { o(&h.Handler) }
-func (o LimitOption) applyIndex(h *registry.IndexHandler)   { o(&h.Handler) }
-func (LimitOption) create()                                 {}
-func (LimitOption) update()                                 {}
-func (LimitOption) delete()                                 {}
-func (LimitOption) resume()                                 {}
-func (LimitOption) field()                                  {}
-func (LimitOption) daemon()                                 {}
-func (LimitOption) timer()                                  {}
-func (LimitOption) index()                                  {}
-
-// Retries limits the attempts of a handler (in total, as in Kopf: 3 means
-// the handler is called at most three times). Zero: no limit.
-func Retries(n int) LimitOption { return func(h *execution.Handler) { h.Retries = n } }
-
-// Backoff is the delay before retrying after an arbitrary error (default:
-// Options.DefaultBackoff, 60 s).
-func Backoff(d time.Duration) LimitOption { return func(h *execution.Handler) { h.Backoff = &d } }
-
-// Timeout limits the time since the first attempt; after it the handler
-// fails. It is also the deadline of the handler's context.
-func Timeout(d time.Duration) LimitOption { return func(h *execution.Handler) { h.Timeout = d } }
-
-// Errors sets what arbitrary errors mean for the handler.
-func Errors(mode ErrorsMode) LimitOption { return func(h *execution.Handler) { h.Errors = mode } }
+func (a Annotations) apply(t *target) { t.filters.Annotations = a }
+func (Annotations) event()            {}
+func (Annotations) create()           {}
+func (Annotations) update()           {}
+func (Annotations) delete()           {}
+func (Annotations) resume()           {}
+func (Annotations) index()            {}
+func (Annotations) daemon()           {}
+func (Annotations) timer()            {}
+func (Annotations) webhook()          {}
 
 // Field makes the handler care about one field (dotted, e.g. "spec.field"):
 // it runs only when the field is present in the old or new state (or
 // matches Value), sees the field's old/new values and diff, and its id gets
 // the suffix "/<field>". The field joins the essence even under status.
-func Field(path string) Option {
-	return func(_ *execution.Handler, f *registry.Filters) { f.Field = fields.Parse(path) }
+func Field(path string) FilterOption {
+	return filter(func(f *registry.Filters) { f.Field = fields.Parse(path) })
 }
 
-// Value filters the Field's value: Equals(v), Present, Absent or Check(fn).
-// Daemons and timers test the object's current value.
-func Value(v Filter) Option { return func(_ *execution.Handler, f *registry.Filters) { f.Value = v } }
+// Value filters the Field's value: Equals(v), Present, Absent or Check(fn)
+// (Kopf's value=). Daemons and timers test the object's current value.
+func Value(v Filter) FilterOption { return filter(func(f *registry.Filters) { f.Value = v }) }
 
 // When runs the handler only if fn returns true; it is evaluated after all
-// other filters. T must be the kind's object type.
-func When[T client.Object](fn func(obj T, c *Cause) bool) Option {
-	return func(_ *execution.Handler, f *registry.Filters) {
+// other filters. T must be the resource's object type.
+func When[T client.Object](fn func(obj T, c *Cause) bool) FilterOption {
+	return filter(func(f *registry.Filters) {
 		f.When = func(obj registry.Object, c *causes.Cause) bool {
 			typed, ok := obj.(T)
 			return ok && fn(typed, c)
 		}
-	}
+	})
 }
 
-// Labels filters objects by labels: each key must match its filter.
-type Labels map[string]Filter
+// limit is Retries, Backoff, Timeout and Errors: an option of the handlers
+// that are retried (on-event handlers are not: their errors are only
+// logged, as in Kopf; nor are webhooks: they answer at once).
+type limit func(*execution.Handler)
 
-func (l Labels) applyChange(h *registry.ChangeHandler) { h.Labels = l }
-func (l Labels) applySpawn(h *registry.SpawnHandler)   { h.Labels = l }
-func (l Labels) applyEvent(h *registry.EventHandler)   { h.Labels = l }
-func (l Labels) applyIndex(h *registry.IndexHandler)   { h.Labels = l }
-func (Labels) event()                                  {}
-func (Labels) index()                                  {}
-func (Labels) daemon()                                 {}
-func (Labels) timer()                                  {}
-func (Labels) create()                                 {}
-func (Labels) update()                                 {}
-func (Labels) delete()                                 {}
-func (Labels) resume()                                 {}
-func (Labels) field()                                  {}
+func (o limit) apply(t *target) { o(t.handler) }
+func (limit) activity()         {}
+func (limit) create()           {}
+func (limit) update()           {}
+func (limit) delete()           {}
+func (limit) resume()           {}
+func (limit) index()            {}
+func (limit) daemon()           {}
+func (limit) timer()            {}
 
-// Annotations filters objects by annotations: each key must match its filter.
-type Annotations map[string]Filter
+// Retries limits the attempts of a handler (in total, as in Kopf: 3 means
+// the handler is called at most three times). Zero: no limit.
+func Retries(n int) LimitOption { return limit(func(h *execution.Handler) { h.Retries = n }) }
 
-func (a Annotations) applyChange(h *registry.ChangeHandler) { h.Annotations = a }
-func (a Annotations) applySpawn(h *registry.SpawnHandler)   { h.Annotations = a }
-func (a Annotations) applyEvent(h *registry.EventHandler)   { h.Annotations = a }
-func (a Annotations) applyIndex(h *registry.IndexHandler)   { h.Annotations = a }
-func (Annotations) event()                                  {}
-func (Annotations) index()                                  {}
-func (Annotations) daemon()                                 {}
-func (Annotations) timer()                                  {}
-func (Annotations) create()                                 {}
-func (Annotations) update()                                 {}
-func (Annotations) delete()                                 {}
-func (Annotations) resume()                                 {}
-func (Annotations) field()                                  {}
+// Backoff is the delay before retrying after an arbitrary error (default:
+// Options.DefaultBackoff, 60 s).
+func Backoff(d time.Duration) LimitOption {
+	return limit(func(h *execution.Handler) { h.Backoff = &d })
+}
 
-// changeOption is an option of update and field handlers only.
-type changeOption func(*registry.ChangeHandler)
+// Timeout limits the time since the first attempt; after it the handler
+// fails. It is also the deadline of the handler's context.
+func Timeout(d time.Duration) LimitOption { return limit(func(h *execution.Handler) { h.Timeout = d }) }
 
-func (o changeOption) applyChange(h *registry.ChangeHandler) { o(h) }
-func (changeOption) update()                                 {}
-func (changeOption) field()                                  {}
+// Errors sets what arbitrary errors mean for the handler.
+func Errors(mode ErrorsMode) LimitOption {
+	return limit(func(h *execution.Handler) { h.Errors = mode })
+}
 
-// Old filters the field's value before the change (needs Field on OnUpdate).
-func Old(f Filter) UpdateOption { return changeOption(func(h *registry.ChangeHandler) { h.Old = f }) }
+// fieldChangeOption, resumeOption and deleteOption are options of one
+// cause's change handlers each: update and field handlers, resume
+// handlers, delete handlers.
+type (
+	fieldChangeOption func(*registry.ChangeHandler)
+	resumeOption      func(*registry.ChangeHandler)
+	deleteOption      func(*registry.ChangeHandler)
+)
 
-// New filters the field's value after the change (needs Field on OnUpdate).
-func New(f Filter) UpdateOption { return changeOption(func(h *registry.ChangeHandler) { h.New = f }) }
+func (o fieldChangeOption) apply(t *target) { o(t.change) }
+func (fieldChangeOption) update()           {}
+func (o resumeOption) apply(t *target)      { o(t.change) }
+func (resumeOption) resume()                {}
+func (o deleteOption) apply(t *target)      { o(t.change) }
+func (deleteOption) delete()                {}
 
-type resumeOption func(*registry.ChangeHandler)
+// ValueBefore filters the Field's value before the change (Kopf's old=;
+// needs Field on OnUpdate).
+func ValueBefore(f Filter) UpdateOption {
+	return fieldChangeOption(func(h *registry.ChangeHandler) { h.Old = f })
+}
 
-func (o resumeOption) applyChange(h *registry.ChangeHandler) { o(h) }
-func (resumeOption) resume()                                 {}
+// ValueAfter filters the Field's value after the change (Kopf's new=;
+// needs Field on OnUpdate).
+func ValueAfter(f Filter) UpdateOption {
+	return fieldChangeOption(func(h *registry.ChangeHandler) { h.New = f })
+}
 
 // Deleted lets a resume handler run also for objects that are already
 // being deleted when the operator starts (by default it does not, so that
@@ -199,11 +259,6 @@ func (resumeOption) resume()                                 {}
 func Deleted() ResumeOption {
 	return resumeOption(func(h *registry.ChangeHandler) { h.Deleted = true })
 }
-
-type deleteOption func(*registry.ChangeHandler)
-
-func (o deleteOption) applyChange(h *registry.ChangeHandler) { o(h) }
-func (deleteOption) delete()                                 {}
 
 // Optional makes a delete handler not require the finalizer: it runs only
 // if the finalizer is on the object for another reason, as in Kopf.
@@ -214,11 +269,13 @@ func Optional() DeleteOption {
 // Filter tests one value: of a label, an annotation or a field.
 type Filter = registry.Filter
 
-// Present matches a label, annotation or field that is there.
-var Present = registry.Present
-
-// Absent matches a label, annotation or field that is not there.
-var Absent = registry.Absent
+// The filters of presence.
+var (
+	// Present matches a label, annotation or field that is there.
+	Present Filter = registry.Present
+	// Absent matches a label, annotation or field that is not there.
+	Absent Filter = registry.Absent
+)
 
 // Equals matches an exact value.
 func Equals(value any) Filter { return registry.Equals(value) }

@@ -1,6 +1,6 @@
 // Package handlers is what operator authors import: register one function
 // per cause (create, update, delete, resume, a field's change) for any
-// Kubernetes kind, typed or unstructured, and add the engine to a
+// Kubernetes resource, typed or unstructured, and add the engine to a
 // controller-runtime manager (SetupWithManager) or run it standalone (Main).
 //
 //	reg := handlers.NewRegistry()
@@ -9,16 +9,24 @@
 //		return map[string]any{"message": "hello world"}, nil // lands in status.create_fn
 //	})
 //	handlers.Main(reg, handlers.Options{})
+//
+// The registration functions (On..., Daemon, Timer, Index) are Kopf's
+// decorators, with options that the compiler checks per function;
+// docs/kopf-to-go.md maps every Kopf name to its Go name.
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
@@ -26,55 +34,102 @@ import (
 // one, register into it, and pass it to SetupWithManager or Main.
 type Registry struct {
 	reg registry.Registry
-	// kinds finds an already registered kind by its Go type or GVK.
-	kinds map[any]*registry.Kind
+	// resources finds an already registered resource by its Go type or
+	// GVK, and says how it was registered, for error messages.
+	resources map[any]*registration
+	// order is the resources in registration order.
+	order []*registration
+	// webhooks are the validating and mutating handlers, per resource.
+	webhooks admission.Registry
+}
+
+// registration is one resource of a registry: how the operator named it
+// (for error messages), the engine's kind with its handlers, and its
+// webhook handlers if it has any.
+type registration struct {
+	name     string
+	kind     *registry.Kind
+	webhooks *admission.Kind
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{kinds: map[any]*registry.Kind{}} }
+func NewRegistry() *Registry { return &Registry{resources: map[any]*registration{}} }
 
-// Kind is a resource kind in a registry, with T the Go type its objects
-// arrive as: a typed object such as *corev1.ConfigMap, or
-// *unstructured.Unstructured.
-type Kind[T client.Object] struct {
-	reg  *Registry
-	kind *registry.Kind
+// Resource is what handlers are registered for (Kopf's resource): the
+// objects of one Kubernetes kind, with T the Go type they arrive as, a
+// typed object such as *corev1.ConfigMap, or *unstructured.Unstructured.
+type Resource[T client.Object] struct {
+	reg *Registry
+	res *registration
 }
 
-// For returns the kind of the typed objects T (e.g. *corev1.ConfigMap),
+// For returns the resource of the typed objects T (e.g. *corev1.ConfigMap),
 // whose group, version and kind come from the manager's scheme at setup.
 // For unstructured objects, use ForKind.
-func For[T client.Object](r *Registry) *Kind[T] {
+func For[T client.Object](r *Registry) *Resource[T] {
 	t := reflect.TypeFor[T]()
 	if t == reflect.TypeFor[*unstructured.Unstructured]() {
 		r.reg.Fail(fmt.Errorf("handlers.For[*unstructured.Unstructured] does not tell which kind to watch; use handlers.ForKind"))
 	}
 	if t.Kind() != reflect.Pointer {
 		r.reg.Fail(fmt.Errorf("handlers.For[%s]: objects must be pointers to structs, such as *corev1.ConfigMap", t))
-		return &Kind[T]{reg: r, kind: &registry.Kind{NewObject: func() registry.Object { var zero T; return zero }}}
+		kind := &registry.Kind{NewObject: func() registry.Object { var zero T; return zero }}
+		return &Resource[T]{reg: r, res: &registration{kind: kind}}
 	}
-	if k, ok := r.kinds[t]; ok {
-		return &Kind[T]{reg: r, kind: k}
-	}
-	k := &registry.Kind{NewObject: func() registry.Object { return reflect.New(t.Elem()).Interface().(T) }}
-	r.kinds[t] = k
-	r.reg.Kinds = append(r.reg.Kinds, k)
-	return &Kind[T]{reg: r, kind: k}
+	kind := &registry.Kind{NewObject: func() registry.Object { return reflect.New(t.Elem()).Interface().(T) }}
+	return &Resource[T]{reg: r, res: r.register(t, fmt.Sprintf("handlers.For[%s]", t), kind)}
 }
 
-// ForKind returns the kind with the given group, version and kind name
+// ForKind returns the resource with the given group, version and kind
 // (e.g. "kopf.dev", "v1", "KopfExample"; the core group is ""), whose
 // objects arrive as *unstructured.Unstructured.
-func ForKind(r *Registry, group, version, kind string) *Kind[*unstructured.Unstructured] {
+func ForKind(r *Registry, group, version, kind string) *Resource[*unstructured.Unstructured] {
 	gvk := schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
 	if version == "" || kind == "" {
 		r.reg.Fail(fmt.Errorf("handlers.ForKind(%q, %q, %q): the version and the kind are required", group, version, kind))
 	}
-	if k, ok := r.kinds[gvk]; ok {
-		return &Kind[*unstructured.Unstructured]{reg: r, kind: k}
-	}
 	k := &registry.Kind{GVK: gvk, NewObject: func() registry.Object { return &unstructured.Unstructured{} }}
-	r.kinds[gvk] = k
-	r.reg.Kinds = append(r.reg.Kinds, k)
-	return &Kind[*unstructured.Unstructured]{reg: r, kind: k}
+	name := fmt.Sprintf("handlers.ForKind(%q, %q, %q)", group, version, kind)
+	return &Resource[*unstructured.Unstructured]{reg: r, res: r.register(gvk, name, k)}
+}
+
+// register returns the resource registered under key, or registers kind
+// under it.
+func (r *Registry) register(key any, name string, kind *registry.Kind) *registration {
+	if res, ok := r.resources[key]; ok {
+		return res
+	}
+	res := &registration{name: name, kind: kind}
+	r.resources[key] = res
+	r.order = append(r.order, res)
+	r.reg.Kinds = append(r.reg.Kinds, kind)
+	return res
+}
+
+// checkResources refuses two registrations of one group, version and kind
+// (a typed one with For and another with ForKind, say): each would get a
+// controller of its own, and both would handle every object. Typed
+// resources get their kinds from the scheme.
+func (r *Registry) checkResources(scheme *runtime.Scheme) error {
+	first := map[schema.GroupVersionKind]*registration{}
+	var errs []error
+	for _, res := range r.order {
+		gvk := res.kind.GVK
+		if gvk.Empty() {
+			var err error
+			if gvk, err = apiutil.GVKForObject(res.kind.NewObject(), scheme); err != nil {
+				continue // reported by the setup that needs the kind
+			}
+		}
+		if prev, ok := first[gvk]; ok {
+			errs = append(errs, fmt.Errorf("%s is registered twice, as %s and as %s: register it once, so that one controller handles it",
+				gvk, prev.name, res.name))
+			continue
+		}
+		first[gvk] = res
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid handler registration: %w", err)
+	}
+	return nil
 }

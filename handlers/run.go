@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,7 +36,7 @@ type Flags struct {
 	// Priority is this operator's peering priority.
 	Priority int
 	// Dev sets the priority to 666, to pause other operators while
-	// developing.
+	// developing (Kopf's --dev).
 	Dev bool
 	// Namespaces to serve; none means cluster-wide.
 	Namespaces []string
@@ -56,8 +57,8 @@ type Flags struct {
 	MetricsBindAddress string
 }
 
-// DevPriority is the priority --dev gives, as in Kopf.
-const DevPriority = 666
+// devPriority is the priority --dev gives, as in Kopf.
+const devPriority = 666
 
 // ParseFlags parses the runner's command line (without the program name).
 func ParseFlags(args []string) (Flags, error) {
@@ -94,7 +95,7 @@ func ParseFlags(args []string) (Flags, error) {
 		f.Peering = os.Getenv("KOPF_RUN_PEERING") // as Kopf's kopf run
 	}
 	if f.Dev {
-		f.Priority = DevPriority
+		f.Priority = devPriority
 	}
 	return f, nil
 }
@@ -126,37 +127,11 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return err
 	}
-	// Run may run again in one process, e.g. in tests: its controllers'
-	// names need not be unique (they only label controller-runtime's
-	// metrics, and the engine's controllers skip the check anyway).
-	skipNameValidation := true
-	// The manager's own stop deadline comes after the engine's grace, so
-	// that the engine can say what it leaves behind.
-	grace := opts.ShutdownGrace
-	if grace == 0 {
-		grace = daemons.DefaultShutdownGrace
-	}
-	managerGrace := grace + 10*time.Second
-	mopts := manager.Options{
-		Logger:                  logger,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddress(f, opts)},
-		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
-		GracefulShutdownTimeout: &managerGrace,
-		WebhookServer:           webhook.NewServer(opts.WebhookServer),
-	}
-	opts.Namespaces = append(opts.Namespaces, f.Namespaces...)
-	opts.Standalone = opts.Standalone || f.Standalone
-	if f.Peering != "" {
-		opts.Peering = f.Peering
-	}
-	if f.Priority != 0 {
-		opts.Priority = f.Priority
-	}
-	mgr, err := manager.New(cfg, mopts)
+	mgr, err := manager.New(cfg, runnerManagerOptions(logger, f, opts))
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
-	prober, err := setup(mgr, reg, opts)
+	prober, err := setup(mgr, reg, withFlags(opts, f))
 	if err != nil {
 		return err
 	}
@@ -171,6 +146,42 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	}
 	logger.Info("Operator has stopped.")
 	return nil
+}
+
+// runnerManagerOptions configure the runner's own manager.
+func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) manager.Options {
+	// Run may run again in one process, e.g. in tests: its controllers'
+	// names need not be unique (they only label controller-runtime's
+	// metrics, and the engine's controllers skip the check anyway).
+	skipNameValidation := true
+	// The manager's own stop deadline comes after the engine's grace, so
+	// that the engine can say what it leaves behind.
+	grace := opts.ShutdownGrace
+	if grace == 0 {
+		grace = daemons.DefaultShutdownGrace
+	}
+	managerGrace := grace + 10*time.Second
+	return manager.Options{
+		Logger:                  logger,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddress(f, opts)},
+		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
+		GracefulShutdownTimeout: &managerGrace,
+		WebhookServer:           webhook.NewServer(opts.WebhookServer),
+	}
+}
+
+// withFlags returns the options with the command line's namespaces and
+// peering flags added.
+func withFlags(opts Options, f Flags) Options {
+	opts.Namespaces = append(opts.Namespaces, f.Namespaces...)
+	opts.Standalone = opts.Standalone || f.Standalone
+	if f.Peering != "" {
+		opts.Peering = f.Peering
+	}
+	if f.Priority != 0 {
+		opts.Priority = f.Priority
+	}
+	return opts
 }
 
 // metricsAddress is where the runner's manager serves metrics: the flag,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -34,37 +35,17 @@ type WebhookOptions struct {
 }
 
 // SetupWebhooksWithManager serves the registry's validating and mutating
-// handlers on the manager's webhook server (SetupWithManager calls it with
-// Options.Webhooks; call it yourself only to serve webhooks without the
-// rest of the engine) (configure its address and
-// certificates in manager.Options.WebhookServer), and with
-// WebhookOptions.Managed, keeps the webhook configurations. Without webhook
-// handlers it does nothing (and does not start the webhook server).
-// Registration problems are reported here, all at once.
+// handlers on the manager's webhook server, whose address and
+// certificates are set in manager.Options.WebhookServer; with
+// WebhookOptions.Managed, it also keeps the webhook configurations in line
+// with the handlers. SetupWithManager calls it with Options.Webhooks: call
+// it yourself only to serve the webhooks without the rest of the engine.
+// Without webhook handlers it does nothing, and the webhook server is not
+// started. Registration problems are reported here, all at once.
 func SetupWebhooksWithManager(mgr manager.Manager, reg *Registry, opts WebhookOptions) error {
-	store := webhooksOf(reg)
-	store.mu.Lock()
-	defer store.mu.Unlock()
-	errs := []error{store.reg.Validate()}
-	if opts.Managed != "" && opts.ClientConfig.URL == nil && opts.ClientConfig.Service == nil {
-		errs = append(errs, fmt.Errorf("managed webhooks %s: the client config needs a URL or a service", opts.Managed))
-	}
-	// A copy with the typed kinds' GVKs from the manager's scheme; the
-	// stored kinds stay as registered.
-	served := &admission.Registry{}
-	for _, k := range store.reg.Kinds {
-		kind := *k
-		if kind.GVK.Empty() {
-			gvk, err := apiutil.GVKForObject(kind.NewObject(), mgr.GetScheme())
-			if err != nil {
-				errs = append(errs, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err))
-			}
-			kind.GVK = gvk
-		}
-		served.Kinds = append(served.Kinds, &kind)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("invalid webhook registration: %w", err)
+	served, err := reg.servedWebhooks(mgr.GetScheme(), opts)
+	if err != nil {
+		return err
 	}
 	if len(served.Kinds) == 0 {
 		return nil
@@ -99,6 +80,35 @@ func SetupWebhooksWithManager(mgr manager.Manager, reg *Registry, opts WebhookOp
 		Ready:    func() error { return started(nil) },
 		Logger:   log,
 	})
+}
+
+// servedWebhooks checks the webhook registration and returns a copy of
+// the webhook handlers with the typed kinds' GVKs from the scheme; the
+// registered kinds stay as they are.
+func (r *Registry) servedWebhooks(scheme *runtime.Scheme, opts WebhookOptions) (*admission.Registry, error) {
+	errs := []error{r.webhooks.Validate()}
+	if opts.Managed != "" && opts.ClientConfig.URL == nil && opts.ClientConfig.Service == nil {
+		errs = append(errs, fmt.Errorf("managed webhooks %s: the client config needs a URL or a service", opts.Managed))
+	}
+	served := &admission.Registry{}
+	for _, k := range r.webhooks.Kinds {
+		kind := *k
+		if kind.GVK.Empty() {
+			gvk, err := apiutil.GVKForObject(kind.NewObject(), scheme)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err))
+			}
+			kind.GVK = gvk
+		}
+		served.Kinds = append(served.Kinds, &kind)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("invalid webhook registration: %w", err)
+	}
+	if err := r.checkResources(scheme); err != nil {
+		return nil, err
+	}
+	return served, nil
 }
 
 // register mounts the handler, turning the webhook server's panic on a

@@ -27,13 +27,13 @@ func createFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.C
 	handlers.PostEvent(ctx, obj, "SomeType", "SomeReason", "Some message")
 
 	// The conventional types, as kopf.info and kopf.warn.
-	handlers.Info(ctx, obj, "SomeReason", "Some message")
-	handlers.Warn(ctx, obj, "SomeReason", "Some message")
+	handlers.PostInfo(ctx, obj, "SomeReason", "Some message")
+	handlers.PostWarning(ctx, obj, "SomeReason", "Some message")
 
 	// An Error Event about an error, as kopf.exception; Go has no current
 	// exception, so the error is passed.
 	if err := failingWork(); err != nil {
-		handlers.Exception(ctx, obj, "SomeReason", "Some exception:", err)
+		handlers.PostException(ctx, obj, "SomeReason", "Some exception:", err)
 	}
 	return nil, nil
 }

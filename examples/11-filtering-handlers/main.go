@@ -61,7 +61,7 @@ func main() {
 
 	// A field's change from one value to another.
 	handlers.OnUpdate(kex, "update_with_field_change_satisfied", logging("Field change is satisfied."),
-		handlers.Field("spec.field"), handlers.Old(handlers.Equals("value")), handlers.New(handlers.Equals("changed")))
+		handlers.Field("spec.field"), handlers.ValueBefore(handlers.Equals("value")), handlers.ValueAfter(handlers.Equals("changed")))
 
 	// A daemon that runs only while the field has the value: it is stopped
 	// when the field changes.

@@ -65,7 +65,7 @@ func cleanup(ctx context.Context, a *handlers.Activity) error {
 // here), and leaves a result in status.create_1.
 func create1(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
 	children := createChildren(obj)
-	handlers.Info(ctx, obj, "AnyReason", "")
+	handlers.PostInfo(ctx, obj, "AnyReason", "")
 	handlers.PostEvent(ctx, obj, "Warning", "SomeReason", "Cannot do something")
 	handlers.PostEvent(ctx, children, "Normal", "SomeReason", "Created as part of the job1step")
 	return map[string]any{"job1-status": 100}, nil
@@ -120,7 +120,7 @@ func createPod(ctx context.Context, obj *unstructured.Unstructured, c *handlers.
 	if err := handlers.Adopt(pod, obj); err != nil {
 		return nil, handlers.Permanent(err)
 	}
-	if err := handlers.Label(pod, childLabels); err != nil {
+	if err := handlers.LabelChild(pod, childLabels); err != nil {
 		return nil, handlers.Permanent(err)
 	}
 	if err := handlers.Client(ctx).Create(ctx, pod); err != nil {

@@ -49,9 +49,9 @@ func TestHandlersPostEvents(t *testing.T) {
 	reg, kind := kex()
 	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
 		handlers.PostEvent(ctx, obj, "SomeType", "SomeReason", "Some message")
-		handlers.Info(ctx, obj, "SomeReason", "Some info")
-		handlers.Warn(ctx, obj, "SomeReason", "Some warning")
-		handlers.Exception(ctx, obj, "", "Some exception", errors.New("boom"))
+		handlers.PostInfo(ctx, obj, "SomeReason", "Some info")
+		handlers.PostWarning(ctx, obj, "SomeReason", "Some warning")
+		handlers.PostException(ctx, obj, "", "Some exception", errors.New("boom"))
 		return nil, nil
 	})
 	env.StartOperator(t, ns, reg, handlers.Options{})

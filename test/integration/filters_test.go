@@ -28,8 +28,8 @@ func TestFiltersAndStealthMode(t *testing.T) {
 	handlers.OnCreate(kind, "field_other", seen.record, handlers.Field("spec.field"), handlers.Value(handlers.Equals("other")))
 	handlers.OnCreate(kind, "field_present", seen.record, handlers.Field("spec.items"))
 	handlers.OnCreate(kind, "field_absent", seen.record, handlers.Field("spec.nothing"))
-	handlers.OnUpdate(kind, "update_old_new", seen.record, handlers.Field("spec.field"), handlers.Old(handlers.Equals("value")), handlers.New(handlers.Equals("changed")))
-	handlers.OnUpdate(kind, "update_added", seen.record, handlers.Field("spec.extra"), handlers.Old(handlers.Absent), handlers.New(handlers.Present))
+	handlers.OnUpdate(kind, "update_old_new", seen.record, handlers.Field("spec.field"), handlers.ValueBefore(handlers.Equals("value")), handlers.ValueAfter(handlers.Equals("changed")))
+	handlers.OnUpdate(kind, "update_added", seen.record, handlers.Field("spec.extra"), handlers.ValueBefore(handlers.Absent), handlers.ValueAfter(handlers.Present))
 	// The stealth object: only labelled objects matter to this handler.
 	stealthReg, stealthKind := kex()
 	handlers.OnCreate(stealthKind, "picky", seen.record, handlers.Labels{"picked": handlers.Equals("yes")})

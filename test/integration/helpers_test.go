@@ -24,7 +24,7 @@ func checkLeaks(t *testing.T) {
 }
 
 // kex returns the example kind in a fresh registry.
-func kex() (*handlers.Registry, *handlers.Kind[*unstructured.Unstructured]) {
+func kex() (*handlers.Registry, *handlers.Resource[*unstructured.Unstructured]) {
 	reg := handlers.NewRegistry()
 	return reg, handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
 }

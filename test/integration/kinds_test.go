@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/handlers"
@@ -136,5 +139,28 @@ func TestEmbeddedBesideAnotherController(t *testing.T) {
 	}
 	if len(fresh.Annotations) != 0 || len(fresh.Finalizers) != 0 {
 		t.Errorf("the other controller's object got annotations %v, finalizers %v", fresh.Annotations, fresh.Finalizers)
+	}
+}
+
+// One kind registered both typed and by name would get two controllers,
+// both handling every object: setup refuses it, naming both, before
+// anything runs.
+func TestOneKindTypedAndByNameIsRefused(t *testing.T) {
+	checkLeaks(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(handlers.For[*corev1.ConfigMap](reg), "typed", func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+		return nil, nil
+	})
+	handlers.OnCreate(handlers.ForKind(reg, "", "v1", "ConfigMap"), "by_name", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+		return nil, nil
+	})
+	mgr, err := manager.New(env.Config, manager.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = handlers.SetupWithManager(mgr, reg, handlers.Options{})
+	want := `/v1, Kind=ConfigMap is registered twice, as handlers.For[*v1.ConfigMap] and as handlers.ForKind("", "v1", "ConfigMap")`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("SetupWithManager() = %v, want an error saying %q", err, want)
 	}
 }

@@ -35,9 +35,9 @@ func TestKopfFields(t *testing.T) {
 	withPoster(t, &posting.Poster{}, func(ctx context.Context) {
 		for _, obj := range []client.Object{kex, cm} {
 			handlers.PostEvent(ctx, obj, "SomeType", "SomeReason", "some message")
-			handlers.Info(ctx, obj, "InfoReason", "info message")
-			handlers.Warn(ctx, obj, "WarnReason", "warn message")
-			handlers.Exception(ctx, obj, "", "failed:", &QuotaError{})
+			handlers.PostInfo(ctx, obj, "InfoReason", "info message")
+			handlers.PostWarning(ctx, obj, "WarnReason", "warn message")
+			handlers.PostException(ctx, obj, "", "failed:", &QuotaError{})
 		}
 	})
 	wantSummary := []string{"SomeType/SomeReason/some message", "Normal/InfoReason/info message",
@@ -90,9 +90,9 @@ func TestSeveralObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	withPoster(t, &posting.Poster{}, func(ctx context.Context) {
-		handlers.Info(ctx, handlers.Objects{a, kex}, "Together", "m")
-		handlers.Warn(ctx, &list, "Listed", "typed list")
-		handlers.Warn(ctx, &ulist, "Listed", "unstructured list")
+		handlers.PostInfo(ctx, handlers.Objects{a, kex}, "Together", "m")
+		handlers.PostWarning(ctx, &list, "Listed", "typed list")
+		handlers.PostWarning(ctx, &ulist, "Listed", "unstructured list")
 	})
 	for obj, want := range map[string][]string{
 		"a":   {"Normal/Together/m", "Warning/Listed/typed list"},
@@ -115,9 +115,9 @@ func TestLongMessages(t *testing.T) {
 	ascii := "start-" + strings.Repeat("x", 2000) + "-end"
 	accented := strings.Repeat("é", 700) // 1400 bytes, 700 characters
 	withPoster(t, &posting.Poster{}, func(ctx context.Context) {
-		handlers.Info(ctx, cm, "Long", ascii)
-		handlers.Info(ctx, cm, "Accented", accented)
-		handlers.Info(ctx, cm, "Exact", strings.Repeat("y", 1024))
+		handlers.PostInfo(ctx, cm, "Long", ascii)
+		handlers.PostInfo(ctx, cm, "Accented", accented)
+		handlers.PostInfo(ctx, cm, "Exact", strings.Repeat("y", 1024))
 	})
 	events := eventsAbout(t, ns, cm.UID)
 	if len(events) != 3 {
@@ -141,7 +141,7 @@ func TestNoEventsAboutEvents(t *testing.T) {
 	ns := namespace(t).Name
 	cm := configMap(t, ns, "cm")
 	withPoster(t, &posting.Poster{}, func(ctx context.Context) {
-		handlers.Info(ctx, cm, "First", "m")
+		handlers.PostInfo(ctx, cm, "First", "m")
 	})
 	first := eventsAbout(t, ns, cm.UID)
 	if len(first) != 1 {
@@ -156,8 +156,8 @@ func TestNoEventsAboutEvents(t *testing.T) {
 	untyped.SetName(typed.Name)
 	untyped.SetUID(typed.UID)
 	withPoster(t, &posting.Poster{}, func(ctx context.Context) {
-		handlers.Info(ctx, &typed, "AboutEvent", "typed")
-		handlers.Warn(ctx, untyped, "AboutEvent", "unstructured")
+		handlers.PostInfo(ctx, &typed, "AboutEvent", "typed")
+		handlers.PostWarning(ctx, untyped, "AboutEvent", "unstructured")
 	})
 	if got := eventsAbout(t, ns, typed.UID); len(got) != 0 {
 		t.Errorf("events about an event were posted: %v", summary(got))
@@ -171,10 +171,10 @@ func TestClusterScoped(t *testing.T) {
 	target := namespace(t) // a Namespace object is cluster-scoped
 	own := namespace(t).Name
 	withPoster(t, &posting.Poster{}, func(ctx context.Context) {
-		handlers.Info(ctx, target, "Cluster", "in default")
+		handlers.PostInfo(ctx, target, "Cluster", "in default")
 	})
 	withPoster(t, &posting.Poster{DefaultNamespace: own}, func(ctx context.Context) {
-		handlers.Info(ctx, target, "Cluster", "in the operator's namespace")
+		handlers.PostInfo(ctx, target, "Cluster", "in the operator's namespace")
 	})
 	want := corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: target.Name, UID: target.UID}
 	inDefault := eventsAbout(t, "default", target.UID)
@@ -215,9 +215,9 @@ func TestGates(t *testing.T) {
 			withPoster(t, &posting.Poster{Settings: tt.settings}, func(ctx context.Context) {
 				handlers.PostEvent(ctx, cm, posting.TypeDebug, "D", "debug")
 				handlers.PostEvent(ctx, cm, posting.TypeNormal, "E", "event")
-				handlers.Info(ctx, cm, "I", "info")
-				handlers.Warn(ctx, cm, "W", "warn")
-				handlers.Exception(ctx, cm, "X", "exception", errors.New("boom"))
+				handlers.PostInfo(ctx, cm, "I", "info")
+				handlers.PostWarning(ctx, cm, "W", "warn")
+				handlers.PostException(ctx, cm, "X", "exception", errors.New("boom"))
 			})
 			if diff := cmp.Diff(tt.want, summary(eventsAbout(t, ns, cm.UID))); diff != "" {
 				t.Errorf("events -want +got:\n%s", diff)
