@@ -144,6 +144,11 @@ func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
 // setup is SetupWithManager that also returns the prober of the probe
 // handlers, for the runner's liveness endpoint.
 func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Prober, error) {
+	// Before anything is added to the manager: a refused registry leaves
+	// no controllers behind.
+	if err := reg.checkResources(mgr.GetScheme()); err != nil {
+		return nil, err
+	}
 	prober, err := reactor.Setup(mgr, &reg.reg, opts.settings())
 	if err != nil {
 		return nil, err
