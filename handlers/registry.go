@@ -106,12 +106,13 @@ func (r *Registry) register(key any, name string, kind *registry.Kind) *registra
 	return res
 }
 
-// checkResources refuses two registrations of one group, version and kind
-// (a typed one with For and another with ForKind, say): each would get a
-// controller of its own, and both would handle every object. Typed
-// resources get their kinds from the scheme.
+// checkResources refuses two registrations of one kind (a typed one with
+// For and another with ForKind, say, or one kind by name at two versions):
+// each would get a controller of its own, and both would handle every
+// object, which the API server serves at all of the kind's versions.
+// Typed resources get their kinds from the scheme.
 func (r *Registry) checkResources(scheme *runtime.Scheme) error {
-	first := map[schema.GroupVersionKind]*registration{}
+	first := map[schema.GroupKind]*registration{}
 	var errs []error
 	for _, res := range r.order {
 		gvk := res.kind.GVK
@@ -121,12 +122,12 @@ func (r *Registry) checkResources(scheme *runtime.Scheme) error {
 				continue // reported by the setup that needs the kind
 			}
 		}
-		if prev, ok := first[gvk]; ok {
-			errs = append(errs, fmt.Errorf("%s is registered twice, as %s and as %s: register it once, so that one controller handles it",
-				gvk, prev.name, res.name))
+		if prev, ok := first[gvk.GroupKind()]; ok {
+			errs = append(errs, fmt.Errorf("kind %s is registered twice, as %s and as %s: register it once, at one version, so that one controller handles it",
+				gvk.GroupKind(), prev.name, res.name))
 			continue
 		}
-		first[gvk] = res
+		first[gvk.GroupKind()] = res
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid handler registration: %w", err)

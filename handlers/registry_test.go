@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// One group, version and kind registered twice, typed and by name, would
+// One kind registered twice, typed and by name, would
 // get two controllers that both handle every object: setup refuses it,
 // naming both registrations.
 func TestSetupRefusesOneKindRegisteredTwice(t *testing.T) {
@@ -33,11 +33,25 @@ func TestSetupRefusesOneKindRegisteredTwice(t *testing.T) {
 			if err == nil {
 				t.Fatal("setup = nil, want the kind registered twice")
 			}
-			want := `/v1, Kind=ConfigMap is registered twice, as handlers.For[*v1.ConfigMap] and as handlers.ForKind("", "v1", "ConfigMap")`
+			want := `kind ConfigMap is registered twice, as handlers.For[*v1.ConfigMap] and as handlers.ForKind("", "v1", "ConfigMap")`
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("the error does not say %q:\n%v", want, err)
 			}
 		})
+	}
+}
+
+// One kind by name at two versions is one set of objects (the API server
+// serves each object at every version): refused as well.
+func TestSetupRefusesOneKindAtTwoVersions(t *testing.T) {
+	noopChange := func(context.Context, *unstructured.Unstructured, *Cause) (any, error) { return nil, nil }
+	reg := NewRegistry()
+	OnCreate(ForKind(reg, "kopf.dev", "v1", "KopfExample"), "v1_fn", noopChange)
+	OnCreate(ForKind(reg, "kopf.dev", "v1beta1", "KopfExample"), "v1beta1_fn", noopChange)
+	err := SetupWithManager(newManager(t), reg, Options{})
+	want := `kind KopfExample.kopf.dev is registered twice, as handlers.ForKind("kopf.dev", "v1", "KopfExample") and as handlers.ForKind("kopf.dev", "v1beta1", "KopfExample")`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("SetupWithManager() = %v, want an error saying %q", err, want)
 	}
 }
 

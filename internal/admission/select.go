@@ -43,7 +43,7 @@ func (k *Kind) Select(hint Hint, obj registry.Object, r *Request) []*Handler {
 
 // matches applies the filters to the request's body, the callbacks last.
 func (h *Handler) matches(obj registry.Object, r *Request) bool {
-	if !matchMeta(h.Labels, metaOf(r.Body, "labels")) || !matchMeta(h.Annotations, metaOf(r.Body, "annotations")) {
+	if !registry.MatchMeta(h.Labels, metaOf(r.Body, "labels")) || !registry.MatchMeta(h.Annotations, metaOf(r.Body, "annotations")) {
 		return false
 	}
 	if len(h.Field) > 0 {
@@ -71,21 +71,6 @@ func (r *Request) cause(id string) *causes.Cause {
 		c.Reason = causes.Delete
 	}
 	return c
-}
-
-// matchMeta checks labels or annotations; every key must match its filter.
-func matchMeta(pattern map[string]registry.Filter, content map[string]string) bool {
-	for key, f := range pattern {
-		value, present := content[key]
-		var v any
-		if present {
-			v = value
-		}
-		if !f.Match(v, present) {
-			return false
-		}
-	}
-	return true
 }
 
 // metaOf returns metadata.<name> of a body as strings.

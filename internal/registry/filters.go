@@ -70,8 +70,9 @@ type Filters struct {
 	When func(obj Object, c *causes.Cause) bool
 }
 
-// matchMeta checks labels or annotations of the object.
-func matchMeta(pattern map[string]Filter, content map[string]string) bool {
+// MatchMeta checks labels or annotations of an object: every key must
+// match its filter (admission checks requests' objects with it too).
+func MatchMeta(pattern map[string]Filter, content map[string]string) bool {
 	for key, f := range pattern {
 		value, present := content[key]
 		var v any

@@ -92,8 +92,8 @@ func TestMetadataFilters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := matchMeta(tt.pattern, content); got != tt.want {
-				t.Errorf("matchMeta() = %v, want %v", got, tt.want)
+			if got := MatchMeta(tt.pattern, content); got != tt.want {
+				t.Errorf("MatchMeta() = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -21,16 +21,16 @@ type Subject struct {
 // prematch applies the filters that do not depend on the cause's changes:
 // labels, annotations, the field's presence or value, and when.
 func (h *ChangeHandler) prematch(s *Subject) bool {
-	return matchMeta(h.Labels, s.Labels) &&
-		matchMeta(h.Annotations, s.Annotations) &&
+	return MatchMeta(h.Labels, s.Labels) &&
+		MatchMeta(h.Annotations, s.Annotations) &&
 		h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
 		h.matchWhen(s)
 }
 
 // match adds the field's change, and the old/new filters, to prematch.
 func (h *ChangeHandler) match(s *Subject) bool {
-	return matchMeta(h.Labels, s.Labels) &&
-		matchMeta(h.Annotations, s.Annotations) &&
+	return MatchMeta(h.Labels, s.Labels) &&
+		MatchMeta(h.Annotations, s.Annotations) &&
 		h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
 		h.matchFieldChange(s) &&
 		h.matchWhen(s)

@@ -21,7 +21,7 @@ func (h *SpawnHandler) Daemon() daemons.Handler {
 // matchBody applies the filters to the object as it is now (daemons,
 // timers, on-event and index handlers have no old and new state).
 func (f *Filters) matchBody(s *Subject, id string) bool {
-	if !matchMeta(f.Labels, s.Labels) || !matchMeta(f.Annotations, s.Annotations) {
+	if !MatchMeta(f.Labels, s.Labels) || !MatchMeta(f.Annotations, s.Annotations) {
 		return false
 	}
 	body := s.Cause.Body

@@ -159,7 +159,7 @@ func TestOneKindTypedAndByNameIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = handlers.SetupWithManager(mgr, reg, handlers.Options{})
-	want := `/v1, Kind=ConfigMap is registered twice, as handlers.For[*v1.ConfigMap] and as handlers.ForKind("", "v1", "ConfigMap")`
+	want := `kind ConfigMap is registered twice, as handlers.For[*v1.ConfigMap] and as handlers.ForKind("", "v1", "ConfigMap")`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("SetupWithManager() = %v, want an error saying %q", err, want)
 	}
