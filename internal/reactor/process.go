@@ -103,11 +103,11 @@ func (r *reconciler) changeSubject(c *cycle, reason causes.Reason, initial bool,
 
 // matches asks the registry about the object: whether a change handler
 // prematches it, and whether a handler or a daemon needs the finalizer.
+// The daemons' filters (users' code) are not asked when a handler already
+// needs the finalizer: their answer would change nothing.
 func (r *reconciler) matches(c *cycle, subject *registry.Subject) matches {
-	visible := r.kind.Prematch(subject)
-	return matches{
-		Visible:               visible,
-		HandlersNeedFinalizer: visible && r.kind.RequiresFinalizer(subject),
-		DaemonsNeedFinalizer:  r.daemonsRequireFinalizer(c),
-	}
+	m := matches{Visible: r.kind.Prematch(subject)}
+	m.HandlersNeedFinalizer = m.Visible && r.kind.RequiresFinalizer(subject)
+	m.DaemonsNeedFinalizer = !m.HandlersNeedFinalizer && r.daemonsRequireFinalizer(c)
+	return m
 }
