@@ -1,0 +1,100 @@
+package sharding
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// uids are object identities shaped as the API server makes them.
+func uids(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", i*2654435761%(1<<32), i%65536, i%4096, (i*7)%4096, i*40503)
+	}
+	return out
+}
+
+func owners(keys, members []string) map[string]string {
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[k] = Owner(k, members)
+	}
+	return out
+}
+
+func counts(owned map[string]string) map[string]int {
+	out := map[string]int{}
+	for _, m := range owned {
+		out[m]++
+	}
+	return out
+}
+
+func TestOwnerWithoutMembers(t *testing.T) {
+	if got := Owner("uid", nil); got != "" {
+		t.Errorf("Owner() = %q, want none", got)
+	}
+}
+
+// Every observer must pick the same owner, whatever order it lists the
+// members in.
+func TestOwnerIgnoresMemberOrder(t *testing.T) {
+	members := []string{"a1b2c3", "d4e5f6", "0718293", "zz"}
+	reversed := slices.Clone(members)
+	slices.Reverse(reversed)
+	keys := uids(500)
+	if diff := cmp.Diff(owners(keys, members), owners(keys, reversed)); diff != "" {
+		t.Errorf("owners differ by member order (-listed +reversed):\n%s", diff)
+	}
+}
+
+// Objects spread evenly: each of 3 members gets its third within 10%.
+func TestOwnersSpread(t *testing.T) {
+	members := []string{"member-0", "member-1", "member-2"}
+	keys := uids(3000)
+	for m, n := range counts(owners(keys, members)) {
+		if n < 900 || n > 1100 {
+			t.Errorf("%s owns %d of 3000 objects, want 1000 ± 10%%", m, n)
+		}
+	}
+}
+
+// A member that joins takes about 1/4 of the objects from the other three,
+// and no object moves between the three.
+func TestJoinMovesOnlyWhatTheNewMemberTakes(t *testing.T) {
+	keys := uids(3000)
+	before := owners(keys, []string{"member-0", "member-1", "member-2"})
+	after := owners(keys, []string{"member-0", "member-1", "member-2", "member-3"})
+	moved := 0
+	for _, k := range keys {
+		if before[k] == after[k] {
+			continue
+		}
+		moved++
+		if after[k] != "member-3" {
+			t.Errorf("%s moved from %s to %s, not to the new member", k, before[k], after[k])
+		}
+	}
+	if moved < 675 || moved > 825 {
+		t.Errorf("%d of 3000 objects moved, want 750 ± 10%%", moved)
+	}
+}
+
+// A member that leaves gives its objects to the others, and no other
+// object moves.
+func TestLeaveMovesOnlyTheLeaversObjects(t *testing.T) {
+	keys := uids(3000)
+	before := owners(keys, []string{"member-0", "member-1", "member-2", "member-3"})
+	after := owners(keys, []string{"member-0", "member-2", "member-3"})
+	for _, k := range keys {
+		if before[k] != after[k] && before[k] != "member-1" {
+			t.Errorf("%s moved from %s to %s, though its owner stayed", k, before[k], after[k])
+		}
+	}
+	if n := counts(after)["member-1"]; n != 0 {
+		t.Errorf("the member that left still owns %d objects", n)
+	}
+}
