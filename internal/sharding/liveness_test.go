@@ -1,0 +1,106 @@
+package sharding
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// The liveness of members over time, as one observer sees their Leases.
+func TestLiveness(t *testing.T) {
+	const lease = 15 * time.Second
+	type step struct {
+		at      time.Duration // since t0
+		observe map[string]string
+		gone    []string
+		live    []string // after the step's sightings and deletions
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{{
+		name: "a Lease seen once is live for a lease duration from the sighting, not from its renewTime",
+		steps: []step{
+			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
+			{at: 14 * time.Second, live: []string{"a"}},
+			{at: 15 * time.Second, live: nil},
+		},
+	}, {
+		name: "a renewal (a new version) starts the duration afresh",
+		steps: []step{
+			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
+			{at: 10 * time.Second, observe: map[string]string{"a": "2"}, live: []string{"a"}},
+			{at: 24 * time.Second, live: []string{"a"}},
+			{at: 25 * time.Second, live: nil},
+		},
+	}, {
+		name: "the same version seen again does not renew (a resync, a re-list)",
+		steps: []step{
+			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
+			{at: 10 * time.Second, observe: map[string]string{"a": "1"}, live: []string{"a"}},
+			{at: 15 * time.Second, live: nil},
+		},
+	}, {
+		name: "a deleted Lease is a member that left, at once",
+		steps: []step{
+			{at: 0, observe: map[string]string{"a": "1", "b": "7"}, live: []string{"a", "b"}},
+			{at: time.Second, gone: []string{"a"}, live: []string{"b"}},
+		},
+	}, {
+		name: "an expired member renewing comes back",
+		steps: []step{
+			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
+			{at: 20 * time.Second, live: nil},
+			{at: 21 * time.Second, observe: map[string]string{"a": "2"}, live: []string{"a"}},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLiveness(lease)
+			for _, s := range tt.steps {
+				now := t0.Add(s.at)
+				for m, v := range s.observe {
+					l.Observe(m, v, now)
+				}
+				for _, m := range s.gone {
+					l.Gone(m)
+				}
+				if diff := cmp.Diff(s.live, l.Live(now)); diff != "" {
+					t.Errorf("at %s: live -want +got:\n%s", s.at, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestNextExpiry(t *testing.T) {
+	l := NewLiveness(15 * time.Second)
+	if _, ok := l.NextExpiry(t0); ok {
+		t.Error("NextExpiry() without members found one")
+	}
+	l.Observe("a", "1", t0)
+	l.Observe("b", "1", t0.Add(5*time.Second))
+	got, ok := l.NextExpiry(t0.Add(6 * time.Second))
+	if want := t0.Add(15 * time.Second); !ok || !got.Equal(want) {
+		t.Errorf("NextExpiry() = %v, %v; want %v", got, ok, want)
+	}
+	got, ok = l.NextExpiry(t0.Add(16 * time.Second))
+	if want := t0.Add(20 * time.Second); !ok || !got.Equal(want) {
+		t.Errorf("NextExpiry() after a's expiry = %v, %v; want %v", got, ok, want)
+	}
+}
+
+// A member stops at the renew deadline, which comes before any observer's
+// lease duration runs out.
+func TestFenced(t *testing.T) {
+	const deadline = 10 * time.Second
+	if Fenced(t0, t0.Add(9*time.Second), deadline) {
+		t.Error("fenced 9 s after the last renewal, before the 10 s deadline")
+	}
+	if !Fenced(t0, t0.Add(10*time.Second), deadline) {
+		t.Error("not fenced at the 10 s deadline")
+	}
+}
