@@ -4,7 +4,11 @@
 // objects it takes or gives, about 1/N of them.
 package sharding
 
-import "hash/fnv"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/fnv"
+)
 
 // Owner is the member that handles the object with the given key (its
 // uid): the member with the highest score for it; "" without members.
@@ -42,4 +46,12 @@ func mix(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
+}
+
+// MemberName is the name of the member with the given identity, as it
+// stands in owner labels and Lease names: identities (name@host/time/…)
+// are not valid label values, so the name is a short hash of it.
+func MemberName(identity string) string {
+	sum := sha256.Sum256([]byte(identity))
+	return "m" + hex.EncodeToString(sum[:6])
 }

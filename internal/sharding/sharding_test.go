@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // uids are object identities shaped as the API server makes them.
@@ -96,5 +97,22 @@ func TestLeaveMovesOnlyTheLeaversObjects(t *testing.T) {
 	}
 	if n := counts(after)["member-1"]; n != 0 {
 		t.Errorf("the member that left still owns %d objects", n)
+	}
+}
+
+// Member names are valid label values (at most 63 characters of
+// [a-z0-9A-Z-_.], starting and ending alphanumeric), stable, and differ
+// between identities.
+func TestMemberName(t *testing.T) {
+	a := MemberName("kopf@host-1/20261201100000/abcde")
+	b := MemberName("kopf@host-2/20261201100000/abcde")
+	if a == b {
+		t.Errorf("two identities share the name %q", a)
+	}
+	if a != MemberName("kopf@host-1/20261201100000/abcde") {
+		t.Error("the name of one identity changed")
+	}
+	if errs := validation.IsValidLabelValue(a); len(errs) > 0 {
+		t.Errorf("%q is not a label value: %v", a, errs)
 	}
 }

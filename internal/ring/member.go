@@ -1,0 +1,209 @@
+// Package ring is a replica's membership in a ring of operator replicas
+// that share objects (sharding.md): the member's own Lease, renewed while
+// the replica runs, given up when it stops, and a fence when it cannot be
+// renewed in time.
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/internal/sharding"
+)
+
+// RingLabel labels every member's Lease with the member's ring, so that
+// members and the assigner find a ring's Leases by one selector.
+const RingLabel = "shard.kopf.dev/ring"
+
+// Defaults of Settings: leader election's, with the same meaning.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRenewPeriod   = 5 * time.Second
+)
+
+// leaveTimeout bounds the deletion of the Lease when the member stops: the
+// stop has cancelled the context already.
+const leaveTimeout = 10 * time.Second
+
+// ErrMembershipLost is what a member returns once it could not renew its
+// Lease within the renew deadline: it must stop handling objects, because
+// others will count it dead and take them over.
+var ErrMembershipLost = errors.New("shard membership lost: the Lease was not renewed within the renew deadline")
+
+// Settings of a member; zero durations mean the defaults.
+type Settings struct {
+	// Ring names the ring; Namespace holds its Leases; Identity is the
+	// replica's identity (its peering identity).
+	Ring, Namespace, Identity string
+	// LeaseDuration: how long others count the member live after a
+	// renewal. RenewDeadline: how long the member goes on without a
+	// successful renewal before it fences itself. RenewPeriod: how often
+	// it renews.
+	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+	Clock                                     clock.WithTicker
+	Logger                                    logr.Logger
+}
+
+// withDefaults fills the zero values and checks that the durations nest:
+// a member must renew several times per deadline, and fence itself before
+// others count it dead.
+func (s Settings) withDefaults() (Settings, error) {
+	if s.Ring == "" || s.Namespace == "" || s.Identity == "" {
+		return s, errors.New("a ring member needs a ring, a namespace and an identity")
+	}
+	if s.LeaseDuration == 0 {
+		s.LeaseDuration = DefaultLeaseDuration
+	}
+	if s.RenewDeadline == 0 {
+		s.RenewDeadline = DefaultRenewDeadline
+	}
+	if s.RenewPeriod == 0 {
+		s.RenewPeriod = DefaultRenewPeriod
+	}
+	if !(s.RenewPeriod < s.RenewDeadline && s.RenewDeadline < s.LeaseDuration) {
+		return s, fmt.Errorf("ring durations must nest: renew period %s < renew deadline %s < lease duration %s",
+			s.RenewPeriod, s.RenewDeadline, s.LeaseDuration)
+	}
+	if s.Clock == nil {
+		s.Clock = clock.RealClock{}
+	}
+	return s, nil
+}
+
+// Member is a manager Runnable that holds the replica's Lease in its ring.
+type Member struct {
+	c      client.Client
+	s      Settings
+	name   string
+	fenced chan struct{}
+	// lease is the Lease as last written, so that a renewal is one update.
+	lease *coordinationv1.Lease
+}
+
+// NewMember prepares the membership; c writes the Lease.
+func NewMember(c client.Client, s Settings) (*Member, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Member{c: c, s: s, name: sharding.MemberName(s.Identity), fenced: make(chan struct{})}, nil
+}
+
+// Name is the member's name in owner labels.
+func (m *Member) Name() string { return m.name }
+
+// LeaseName is the name of the member's Lease.
+func (m *Member) LeaseName() string { return "kopf-shard-" + m.s.Ring + "-" + m.name }
+
+// Fenced is closed once the member has lost its membership.
+func (m *Member) Fenced() <-chan struct{} { return m.fenced }
+
+// Start renews the Lease every renew period until ctx ends, then deletes
+// it, so that the ring moves the member's objects at once. If no renewal
+// succeeds for the renew deadline, it closes Fenced and returns
+// ErrMembershipLost, leaving the Lease to expire: the member's handlers
+// may still be stopping, and others must not start before they have.
+func (m *Member) Start(ctx context.Context) error {
+	ticker := m.s.Clock.NewTicker(m.s.RenewPeriod)
+	defer ticker.Stop()
+	last := m.s.Clock.Now() // the deadline of the first renewal counts from the start
+	for {
+		if err := m.renew(ctx); err == nil {
+			last = m.s.Clock.Now()
+		} else if ctx.Err() == nil {
+			m.s.Logger.Error(err, "The ring's Lease could not be renewed.", "lease", m.LeaseName())
+		}
+		if ctx.Err() != nil {
+			return m.leave(ctx)
+		}
+		if sharding.Fenced(last, m.s.Clock.Now(), m.s.RenewDeadline) {
+			close(m.fenced)
+			m.s.Logger.Error(ErrMembershipLost, "This replica stops handling objects: others will take them over.",
+				"lease", m.LeaseName(), "lastRenewal", last)
+			return ErrMembershipLost
+		}
+		select {
+		case <-ctx.Done():
+			return m.leave(ctx)
+		case <-ticker.C():
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica is a member.
+func (m *Member) NeedLeaderElection() bool { return false }
+
+// renew writes the Lease with a fresh renew time, creating it the first
+// time; each attempt is bounded by the renew period, so that a hanging
+// API server cannot hold the member past its deadline unnoticed.
+func (m *Member) renew(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.s.RenewPeriod)
+	defer cancel()
+	now := metav1.NewMicroTime(m.s.Clock.Now())
+	if m.lease == nil {
+		return m.create(ctx, now)
+	}
+	lease := m.lease.DeepCopy()
+	lease.Spec.RenewTime = &now
+	if err := m.c.Update(ctx, lease); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			m.lease = nil // read afresh, or created again, next time
+		}
+		return fmt.Errorf("renew the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
+	}
+	m.lease = lease
+	return nil
+}
+
+// create writes the member's Lease, or takes over one left by an earlier
+// run of the same identity.
+func (m *Member) create(ctx context.Context, now metav1.MicroTime) error {
+	lease := &coordinationv1.Lease{}
+	err := m.c.Get(ctx, client.ObjectKey{Namespace: m.s.Namespace, Name: m.LeaseName()}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Namespace: m.s.Namespace, Name: m.LeaseName(), Labels: map[string]string{RingLabel: m.s.Ring},
+		}}
+	case err != nil:
+		return fmt.Errorf("read the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
+	}
+	lease.Spec.HolderIdentity = ptr.To(m.s.Identity)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.s.LeaseDuration.Round(time.Second) / time.Second))
+	lease.Spec.AcquireTime = &now
+	lease.Spec.RenewTime = &now
+	if lease.ResourceVersion == "" {
+		err = m.c.Create(ctx, lease)
+	} else {
+		err = m.c.Update(ctx, lease)
+	}
+	if err != nil {
+		return fmt.Errorf("write the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
+	}
+	m.lease = lease
+	m.s.Logger.Info("Joined the ring.", "ring", m.s.Ring, "member", m.name, "lease", m.LeaseName())
+	return nil
+}
+
+// leave deletes the Lease after a graceful stop.
+func (m *Member) leave(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: m.s.Namespace, Name: m.LeaseName()}}
+	if err := m.c.Delete(ctx, lease); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("leave the ring: delete the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
+	}
+	m.s.Logger.Info("Left the ring.", "ring", m.s.Ring, "member", m.name)
+	return nil
+}
