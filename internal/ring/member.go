@@ -41,6 +41,11 @@ const leaveTimeout = 10 * time.Second
 // others will count it dead and take them over.
 var ErrMembershipLost = errors.New("shard membership lost: the Lease was not renewed within the renew deadline")
 
+// ErrLeaseDeleted is what a member returns when its Lease was deleted
+// under it (by hand, say): others count a deleted Lease as a member that
+// left, and take its objects over at once, so it must stop at once too.
+var ErrLeaseDeleted = fmt.Errorf("%w: the Lease was deleted by someone else", ErrMembershipLost)
+
 // Settings of a member; zero durations mean the defaults.
 type Settings struct {
 	// Ring names the ring; Namespace holds its Leases; Identity is the
@@ -89,6 +94,9 @@ type Member struct {
 	fenced chan struct{}
 	// lease is the Lease as last written, so that a renewal is one update.
 	lease *coordinationv1.Lease
+	// joined: the Lease was written once; from then on, a missing Lease
+	// means someone deleted it, not that there is none yet.
+	joined bool
 }
 
 // NewMember prepares the membership; c writes the Lease.
@@ -113,25 +121,27 @@ func (m *Member) Fenced() <-chan struct{} { return m.fenced }
 // it, so that the ring moves the member's objects at once. If no renewal
 // succeeds for the renew deadline, it closes Fenced and returns
 // ErrMembershipLost, leaving the Lease to expire: the member's handlers
-// may still be stopping, and others must not start before they have.
+// may still be stopping, and others must not start before they have. If
+// the Lease was deleted under it, it does the same at once
+// (ErrLeaseDeleted).
 func (m *Member) Start(ctx context.Context) error {
 	ticker := m.s.Clock.NewTicker(m.s.RenewPeriod)
 	defer ticker.Stop()
 	last := m.s.Clock.Now() // the deadline of the first renewal counts from the start
 	for {
-		if err := m.renew(ctx); err == nil {
+		err := m.renew(ctx)
+		switch {
+		case err == nil:
 			last = m.s.Clock.Now()
-		} else if ctx.Err() == nil {
+		case ctx.Err() != nil:
+			return m.leave(ctx)
+		case errors.Is(err, ErrLeaseDeleted):
+			return m.fence(err, last)
+		default:
 			m.s.Logger.Error(err, "The ring's Lease could not be renewed.", "lease", m.LeaseName())
 		}
-		if ctx.Err() != nil {
-			return m.leave(ctx)
-		}
 		if sharding.Fenced(last, m.s.Clock.Now(), m.s.RenewDeadline) {
-			close(m.fenced)
-			m.s.Logger.Error(ErrMembershipLost, "This replica stops handling objects: others will take them over.",
-				"lease", m.LeaseName(), "lastRenewal", last)
-			return ErrMembershipLost
+			return m.fence(ErrMembershipLost, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -139,6 +149,14 @@ func (m *Member) Start(ctx context.Context) error {
 		case <-ticker.C():
 		}
 	}
+}
+
+// fence closes Fenced and says why the member stops handling objects.
+func (m *Member) fence(err error, lastRenewal time.Time) error {
+	close(m.fenced)
+	m.s.Logger.Error(err, "This replica stops handling objects: others will take them over.",
+		"lease", m.LeaseName(), "lastRenewal", lastRenewal)
+	return err
 }
 
 // NeedLeaderElection is false: every replica is a member.
@@ -157,8 +175,11 @@ func (m *Member) renew(ctx context.Context) error {
 	lease := m.lease.DeepCopy()
 	lease.Spec.RenewTime = &now
 	if err := m.c.Update(ctx, lease); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			m.lease = nil // read afresh, or created again, next time
+		if apierrors.IsNotFound(err) {
+			return ErrLeaseDeleted
+		}
+		if apierrors.IsConflict(err) {
+			m.lease = nil // read afresh next time
 		}
 		return fmt.Errorf("renew the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
 	}
@@ -172,6 +193,8 @@ func (m *Member) create(ctx context.Context, now metav1.MicroTime) error {
 	lease := &coordinationv1.Lease{}
 	err := m.c.Get(ctx, client.ObjectKey{Namespace: m.s.Namespace, Name: m.LeaseName()}, lease)
 	switch {
+	case apierrors.IsNotFound(err) && m.joined:
+		return ErrLeaseDeleted
 	case apierrors.IsNotFound(err):
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Namespace: m.s.Namespace, Name: m.LeaseName(), Labels: map[string]string{RingLabel: m.s.Ring},
@@ -191,7 +214,7 @@ func (m *Member) create(ctx context.Context, now metav1.MicroTime) error {
 	if err != nil {
 		return fmt.Errorf("write the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
 	}
-	m.lease = lease
+	m.lease, m.joined = lease, true
 	m.s.Logger.Info("Joined the ring.", "ring", m.s.Ring, "member", m.name, "lease", m.LeaseName())
 	return nil
 }

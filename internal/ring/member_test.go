@@ -197,3 +197,31 @@ func TestSettingsMustNest(t *testing.T) {
 		})
 	}
 }
+
+// A member whose Lease is deleted under it stops at once: the assigner
+// counts a deleted Lease as a member that left, and moves its objects
+// without waiting.
+func TestMemberFencesItselfWhenItsLeaseIsDeleted(t *testing.T) {
+	checkLeaks(t)
+	fc := clocktesting.NewFakeClock(t0)
+	c := fake.NewClientBuilder().Build()
+	m, _, result := started(t, c, settings(fc))
+	eventually(t, "the Lease is created", renewedAt(t, c, m, t0))
+	lease, _ := leaseOf(t, c, m)
+	if err := c.Delete(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+
+	fc.Step(DefaultRenewPeriod) // well before the renew deadline
+	if err := result(); !errors.Is(err, ErrLeaseDeleted) || !errors.Is(err, ErrMembershipLost) {
+		t.Errorf("Start() = %v, want ErrLeaseDeleted, a kind of ErrMembershipLost", err)
+	}
+	select {
+	case <-m.Fenced():
+	default:
+		t.Error("Fenced() is not closed")
+	}
+	if _, err := leaseOf(t, c, m); !apierrors.IsNotFound(err) {
+		t.Errorf("the member created its Lease again (%v): it must not rejoin on its own", err)
+	}
+}
