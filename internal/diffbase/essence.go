@@ -17,8 +17,8 @@ import (
 // BuildEssence extracts what handlers care about from a raw body: every
 // top-level field except apiVersion, kind, metadata and status, plus
 // metadata.labels and metadata.annotations (without kubectl's last-applied
-// configuration and without the annotations of any Kopf-based operator's
-// storage), plus the extra fields some handlers watch (e.g. status.phase),
+// configuration, without the annotations of any Kopf-based operator's
+// storage, and without sharding's labels and annotations), plus the extra fields some handlers watch (e.g. status.phase),
 // minus the ignored fields. The body is not modified; the essence shares
 // nothing with it.
 func BuildEssence(body map[string]any, extra, ignored []fields.Path) map[string]any {
@@ -31,7 +31,9 @@ func BuildEssence(body map[string]any, extra, ignored []fields.Path) map[string]
 		essence[k] = fields.DeepCopy(v)
 	}
 	if labels, ok := fields.Resolve(body, fields.Path{"metadata", "labels"}); ok {
-		fields.Set(essence, fields.Path{"metadata", "labels"}, fields.DeepCopy(labels))
+		if m, ok := labels.(map[string]any); ok {
+			fields.Set(essence, fields.Path{"metadata", "labels"}, userLabels(m))
+		}
 	}
 	if annotations, ok := fields.Resolve(body, fields.Path{"metadata", "annotations"}); ok {
 		if m, ok := annotations.(map[string]any); ok {
@@ -50,6 +52,24 @@ func BuildEssence(body map[string]any, extra, ignored []fields.Path) map[string]
 	return essence
 }
 
+// userLabels drops the labels that are a sharded operator's state: an
+// object moving between replicas is no change to its handlers.
+func userLabels(all map[string]any) map[string]any {
+	out := make(map[string]any, len(all))
+	for k, v := range all {
+		if !isShardKey(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// isShardKey tells the labels and annotations of sharding.
+func isShardKey(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	return ok && prefix == keys.ShardPrefix
+}
+
 // userAnnotations drops the annotations that are some operator's state.
 func userAnnotations(all map[string]any) map[string]any {
 	names := make([]string, 0, len(all))
@@ -62,7 +82,7 @@ func userAnnotations(all map[string]any) map[string]any {
 		if k == keys.LastAppliedAnnotation {
 			continue
 		}
-		if prefix, _, ok := strings.Cut(k, "/"); ok && marked[prefix] {
+		if prefix, _, ok := strings.Cut(k, "/"); ok && marked[prefix] || isShardKey(k) {
 			continue
 		}
 		out[k] = v

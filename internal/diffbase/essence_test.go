@@ -94,6 +94,12 @@ func TestBuildEssence(t *testing.T) {
 				"domain.kopf.tld/e": "x", "domain.kopf-tld/f": "x", "domain-kopf.tld/g": "x", "domain-kopf-tld/h": "x",
 				"notkopf.zalando.org/i": "x",
 			}}}},
+		{"sharding's labels and annotations are not part of the essence",
+			m{"metadata": m{
+				"labels":      m{"shard.kopf.dev/main": "m0123456789ab", "app": "x", "sub.shard.kopf.dev/y": "z"},
+				"annotations": m{"shard.kopf.dev/main-next": "mba9876543210", "other": "y"},
+			}}, nil, nil,
+			m{"metadata": m{"labels": m{"app": "x", "sub.shard.kopf.dev/y": "z"}, "annotations": m{"other": "y"}}}},
 		{"labels are kept whatever their prefix",
 			m{"metadata": m{"labels": m{"kopf.zalando.org/x": "y"}}}, nil, nil,
 			m{"metadata": m{"labels": m{"kopf.zalando.org/x": "y"}}}},

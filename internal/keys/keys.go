@@ -26,6 +26,10 @@ const (
 	MarkerValue = "yes"
 	// LastAppliedAnnotation is kubectl's own state, never part of the essence.
 	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+	// ShardPrefix is the prefix of the labels and annotations by which a
+	// sharded operator's replicas hand objects to each other (sharding.md);
+	// they are never part of the essence.
+	ShardPrefix = "shard.kopf.dev"
 
 	maxNameLength = 63
 	maxKeyLength  = 253

@@ -18,12 +18,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/internal/keys"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // RingLabel labels every member's Lease with the member's ring, so that
 // members and the assigner find a ring's Leases by one selector.
-const RingLabel = "shard.kopf.dev/ring"
+const RingLabel = keys.ShardPrefix + "/ring"
 
 // Defaults of Settings: leader election's, with the same meaning.
 const (

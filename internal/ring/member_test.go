@@ -88,7 +88,7 @@ func TestMemberHoldsItsLease(t *testing.T) {
 
 	eventually(t, "the Lease is created", renewedAt(t, c, m, t0))
 	lease, _ := leaseOf(t, c, m)
-	if got, want := lease.Labels[RingLabel], "main"; got != want {
+	if got, want := lease.Labels["shard.kopf.dev/ring"], "main"; got != want { // a wire name
 		t.Errorf("ring label = %q, want %q", got, want)
 	}
 	if got := *lease.Spec.HolderIdentity; got != identity {
