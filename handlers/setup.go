@@ -153,7 +153,7 @@ func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Prober, e
 	if err != nil {
 		return nil, err
 	}
-	return prober, SetupWebhooksWithManager(mgr, reg, opts.Webhooks)
+	return prober, setupWebhooks(mgr, reg, opts.Webhooks)
 }
 
 // Client returns the operator's client in a handler (of any kind: change,

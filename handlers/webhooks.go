@@ -43,6 +43,15 @@ type WebhookOptions struct {
 // Without webhook handlers it does nothing, and the webhook server is not
 // started. Registration problems are reported here, all at once.
 func SetupWebhooksWithManager(mgr manager.Manager, reg *Registry, opts WebhookOptions) error {
+	if err := reg.checkResources(mgr.GetScheme()); err != nil {
+		return err
+	}
+	return setupWebhooks(mgr, reg, opts)
+}
+
+// setupWebhooks is SetupWebhooksWithManager for a registry whose resources
+// are checked already.
+func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) error {
 	served, err := reg.servedWebhooks(mgr.GetScheme(), opts)
 	if err != nil {
 		return err
@@ -104,9 +113,6 @@ func (r *Registry) servedWebhooks(scheme *runtime.Scheme, opts WebhookOptions) (
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("invalid webhook registration: %w", err)
-	}
-	if err := r.checkResources(scheme); err != nil {
-		return nil, err
 	}
 	return served, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,33 +55,18 @@ func (h *kindHost) Body(obj causes.Object) (map[string]any, error) {
 	return h.body(o)
 }
 
-// Apply writes a daemon's or timer's patch: status first, then the rest.
-// A vanished object is not an error. Each write is remembered for the
-// next cycle's consistency wait.
+// Apply writes a daemon's or timer's patch as a cycle's is written (status
+// first, then the rest; a vanished object is not an error), and remembers
+// the write for the next cycle's consistency wait.
 func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) error {
 	obj := h.newObject()
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
-	main, status, err := h.writer.split(ctx, p)
-	if err != nil {
-		return err
+	_, err := h.writer.write(ctx, logr.Discard(), obj, p, keepFinalizer)
+	if v := obj.GetResourceVersion(); v != "" {
+		h.memories.daemonWrote(ref.UID, v)
 	}
-	for _, part := range []struct {
-		body   map[string]any
-		status bool
-	}{{status, true}, {main, false}} {
-		if part.body == nil {
-			continue
-		}
-		if err := h.writer.send(ctx, obj, part.body, part.status); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		}
-		h.memories.daemonWrote(ref.UID, obj.GetResourceVersion())
-	}
-	return nil
+	return err
 }
 
 // Enqueue asks for a reconcile of the object.
