@@ -62,7 +62,7 @@ func TestFreezeWritesKopfRecord(t *testing.T) {
 	if err := json.Unmarshal(raw, &records); err != nil {
 		t.Fatalf("read the records as the engine does: %v", err)
 	}
-	v := peering.Judge(records, "operator-1", 0, time.Now())
+	v := peering.Judge(records, peering.Self{Identity: "operator-1"}, time.Now())
 	if len(v.Higher) != 1 || v.Higher[0].Identity != "admin@laptop" || v.Higher[0].Message != "maintenance" ||
 		v.Higher[0].Lifetime != 45*time.Second || len(v.Dead) > 0 {
 		t.Errorf("the engine judges %+v, want admin@laptop (with its message, alive for 45 s) as the one higher peer", v)

@@ -52,8 +52,11 @@ type Settings struct {
 	Namespaces []string
 	// Identity of this operator among its peers; default: Identity(false).
 	Identity string
-	Clock    clock.WithTicker
-	Logger   logr.Logger
+	// Ring is the shard ring this operator is a member of, if any: its
+	// record says so, and members of one ring do not freeze each other.
+	Ring   string
+	Clock  clock.WithTicker
+	Logger logr.Logger
 }
 
 // Peering is a manager Runnable that keeps this operator's record in the
@@ -207,7 +210,7 @@ func keepaliveInterval(lifetime time.Duration, jitter int) time.Duration {
 func (p *Peering) touch(ctx context.Context, t Target, lifetime time.Duration) {
 	var record any
 	if lifetime > 0 {
-		record = Peer{Identity: p.s.Identity, Priority: p.s.Priority, Lifetime: lifetime, LastSeen: p.s.Clock.Now()}.Record()
+		record = Peer{Identity: p.s.Identity, Priority: p.s.Priority, Lifetime: lifetime, LastSeen: p.s.Clock.Now(), Ring: p.s.Ring}.Record()
 	}
 	err := p.patchStatus(ctx, t, map[string]any{p.s.Identity: record})
 	result := "ok"

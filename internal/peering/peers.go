@@ -26,6 +26,8 @@ type Peer struct {
 	Lifetime time.Duration
 	LastSeen time.Time
 	Message  string
+	// Ring is the shard ring of the peer, if it is a member of one.
+	Ring string
 }
 
 // Deadline is when the record expires.
@@ -38,20 +40,23 @@ func (p Peer) String() string {
 	if p.Message != "" {
 		s += fmt.Sprintf(", message=%q", p.Message)
 	}
+	if p.Ring != "" {
+		s += fmt.Sprintf(", ring=%q", p.Ring)
+	}
 	return s + ">"
 }
 
 // Record is the peer's record as written into the peering object.
 func (p Peer) Record() *kopfv1.Peer {
 	lifetime := int(p.Lifetime.Seconds())
-	return &kopfv1.Peer{Priority: p.Priority, Lifetime: &lifetime, LastSeen: isotime.Format(p.LastSeen), Message: p.Message}
+	return &kopfv1.Peer{Priority: p.Priority, Lifetime: &lifetime, LastSeen: isotime.Format(p.LastSeen), Message: p.Message, Ring: p.Ring}
 }
 
 // FromRecord reads a record written by Kopf or kopf-go. As in Kopf, a
 // record without a lifetime lives 60 seconds, and one without a time is
 // taken as just seen; an unreadable time makes the record dead.
 func FromRecord(identity string, r *kopfv1.Peer, now time.Time) Peer {
-	p := Peer{Identity: identity, Priority: r.Priority, Lifetime: DefaultLifetime, LastSeen: now, Message: r.Message}
+	p := Peer{Identity: identity, Priority: r.Priority, Lifetime: DefaultLifetime, LastSeen: now, Message: r.Message, Ring: r.Ring}
 	if r.Lifetime != nil {
 		p.Lifetime = time.Duration(*r.Lifetime) * time.Second
 	}
@@ -78,9 +83,18 @@ type Verdict struct {
 	Wake time.Time
 }
 
-// Judge reads the peering object's records from the point of view of the
-// operator with the given identity and priority.
-func Judge(status map[string]*kopfv1.Peer, self string, priority int, now time.Time) Verdict {
+// Self is the operator that judges: its identity, priority and ring.
+type Self struct {
+	Identity string
+	Priority int
+	// Ring: the members of the same shard ring share the objects, so none
+	// of them freezes the others, whatever their priorities.
+	Ring string
+}
+
+// Judge reads the peering object's records from the point of view of
+// self.
+func Judge(status map[string]*kopfv1.Peer, self Self, now time.Time) Verdict {
 	var v Verdict
 	ids := make([]string, 0, len(status))
 	for id := range status {
@@ -98,13 +112,13 @@ func Judge(status map[string]*kopfv1.Peer, self string, priority int, now time.T
 			continue
 		}
 		v.Peers = append(v.Peers, p)
-		if id == self {
+		if id == self.Identity || self.Ring != "" && p.Ring == self.Ring {
 			continue
 		}
 		switch {
-		case p.Priority > priority:
+		case p.Priority > self.Priority:
 			v.Higher = append(v.Higher, p)
-		case p.Priority == priority:
+		case p.Priority == self.Priority:
 			v.Same = append(v.Same, p)
 		default:
 			continue

@@ -28,6 +28,11 @@ func TestFromRecord(t *testing.T) {
 			want:   Peer{Identity: "id", Priority: 0, Lifetime: 60 * time.Second, LastSeen: now},
 		},
 		{
+			name:   "a ring's member says its ring",
+			record: kopfv1.Peer{Priority: 100, Lifetime: intp(60), Ring: "main"},
+			want:   Peer{Identity: "id", Priority: 100, Lifetime: 60 * time.Second, LastSeen: now, Ring: "main"},
+		},
+		{
 			name:   "no lifetime lives 60 s",
 			record: kopfv1.Peer{Priority: 100, LastSeen: "2020-12-31T23:59:50.123456+00:00"},
 			want: Peer{Identity: "id", Priority: 100, Lifetime: 60 * time.Second,
@@ -250,6 +255,11 @@ func TestRecord(t *testing.T) {
 			want: `{"priority":666,"lifetime":3600,"lastseen":"2020-12-31T23:59:59.123456+00:00","message":"debugging"}`,
 		},
 		{
+			name: "a ring only when set, as an extra key that Kopf ignores",
+			peer: Peer{Identity: "id1", Priority: 100, Lifetime: 60 * time.Second, LastSeen: now, Ring: "main"},
+			want: `{"priority":100,"lifetime":60,"lastseen":"2020-12-31T23:59:59.123456+00:00","ring":"main"}`,
+		},
+		{
 			name: "a zero lifetime is written",
 			peer: Peer{Identity: "id1", Priority: 100, Lifetime: 0, LastSeen: now},
 			want: `{"priority":100,"lifetime":0,"lastseen":"2020-12-31T23:59:59.123456+00:00"}`,
@@ -312,6 +322,7 @@ func TestJudge(t *testing.T) {
 		name     string
 		status   map[string]*kopfv1.Peer
 		priority int
+		ring     string
 		want     Verdict
 	}{
 		{
@@ -443,6 +454,49 @@ func TestJudge(t *testing.T) {
 			},
 		},
 		{
+			name: "members of one ring freeze none of each other, whatever their priorities",
+			status: map[string]*kopfv1.Peer{
+				"mate-same":   {Priority: 100, Lifetime: intp(60), LastSeen: "2020-12-31T23:59:59.123456+00:00", Ring: "main"},
+				"mate-higher": {Priority: 200, Lifetime: intp(60), LastSeen: "2020-12-31T23:59:59.123456+00:00", Ring: "main"},
+			},
+			priority: 100,
+			ring:     "main",
+			want: Verdict{Peers: []Peer{
+				{Identity: "mate-higher", Priority: 200, Lifetime: 60 * time.Second, LastSeen: now, Ring: "main"},
+				{Identity: "mate-same", Priority: 100, Lifetime: 60 * time.Second, LastSeen: now, Ring: "main"},
+			}},
+		},
+		{
+			name: "a peer of another ring, or of none, freezes a ring's member as any peer does",
+			status: map[string]*kopfv1.Peer{
+				"other-ring": {Priority: 100, Lifetime: intp(60), LastSeen: "2020-12-31T23:59:59.123456+00:00", Ring: "other"},
+				"plain":      {Priority: 200, Lifetime: intp(60), LastSeen: "2020-12-31T23:59:59.123456+00:00"},
+			},
+			priority: 100,
+			ring:     "main",
+			want: Verdict{
+				Higher: []Peer{{Identity: "plain", Priority: 200, Lifetime: 60 * time.Second, LastSeen: now}},
+				Same:   []Peer{{Identity: "other-ring", Priority: 100, Lifetime: 60 * time.Second, LastSeen: now, Ring: "other"}},
+				Peers: []Peer{
+					{Identity: "other-ring", Priority: 100, Lifetime: 60 * time.Second, LastSeen: now, Ring: "other"},
+					{Identity: "plain", Priority: 200, Lifetime: 60 * time.Second, LastSeen: now},
+				},
+				Wake: now.Add(60 * time.Second),
+			},
+		},
+		{
+			name: "an operator outside rings is frozen by a ring's member as by any peer",
+			status: map[string]*kopfv1.Peer{
+				"member": {Priority: 100, Lifetime: intp(60), LastSeen: "2020-12-31T23:59:59.123456+00:00", Ring: "main"},
+			},
+			priority: 100,
+			want: Verdict{
+				Same:  []Peer{{Identity: "member", Priority: 100, Lifetime: 60 * time.Second, LastSeen: now, Ring: "main"}},
+				Peers: []Peer{{Identity: "member", Priority: 100, Lifetime: 60 * time.Second, LastSeen: now, Ring: "main"}},
+				Wake:  now.Add(60 * time.Second),
+			},
+		},
+		{
 			name: "a record without lastseen is live for its lifetime from now",
 			status: map[string]*kopfv1.Peer{
 				"higher": {Priority: 200},
@@ -457,7 +511,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Judge(tt.status, "self", tt.priority, now)
+			got := Judge(tt.status, Self{Identity: "self", Priority: tt.priority, Ring: tt.ring}, now)
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Judge() mismatch (-want +got):\n%s", diff)
 			}
@@ -482,7 +536,7 @@ func TestJudgeOrder(t *testing.T) {
 	want.Peers = append(append([]Peer{}, want.Higher...), want.Same...)
 	want.Wake = now.Add(51 * time.Second)
 	for range 20 {
-		if diff := cmp.Diff(want, Judge(status, "self", 100, now)); diff != "" {
+		if diff := cmp.Diff(want, Judge(status, Self{Identity: "self", Priority: 100}, now)); diff != "" {
 			t.Fatalf("Judge() mismatch (-want +got):\n%s", diff)
 		}
 	}

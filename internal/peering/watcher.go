@@ -103,7 +103,7 @@ func (w *watcher) judge(ctx context.Context, obj *unstructured.Unstructured) tim
 	if err != nil {
 		log.Error(err, fmt.Sprintf("The peering object %s cannot be read; its records are ignored.", w.t))
 	}
-	v := Judge(status, w.p.s.Identity, w.p.s.Priority, w.p.s.Clock.Now())
+	v := Judge(status, Self{Identity: w.p.s.Identity, Priority: w.p.s.Priority, Ring: w.p.s.Ring}, w.p.s.Clock.Now())
 	if len(v.Dead) > 0 {
 		dead := map[string]any{}
 		for _, id := range v.Dead {

@@ -32,6 +32,11 @@ type Peer struct {
 	LastSeen string `json:"lastseen,omitempty"`
 	// Message says why a peer froze the others (written by `kopf freeze`).
 	Message string `json:"message,omitempty"`
+	// Ring names the shard ring of a kopf-go replica (docs/sharding.md):
+	// replicas of one ring share the objects and do not freeze each
+	// other. Kopf ignores the field, as it ignores any field it does not
+	// know.
+	Ring string `json:"ring,omitempty"`
 }
 
 // KopfPeering is the peering object of operators that serve a namespace.
