@@ -61,30 +61,42 @@ type Settings struct {
 	Logger                                    logr.Logger
 }
 
-// withDefaults fills the zero values and checks that the durations nest:
-// a member must renew several times per deadline, and fence itself before
-// others count it dead.
+// withDefaults fills the zero values and checks the settings.
 func (s Settings) withDefaults() (Settings, error) {
 	if s.Ring == "" || s.Namespace == "" || s.Identity == "" {
 		return s, errors.New("a ring member needs a ring, a namespace and an identity")
 	}
-	if s.LeaseDuration == 0 {
-		s.LeaseDuration = DefaultLeaseDuration
+	if err := ValidateRing(s.Ring); err != nil {
+		return s, err
 	}
-	if s.RenewDeadline == 0 {
-		s.RenewDeadline = DefaultRenewDeadline
-	}
-	if s.RenewPeriod == 0 {
-		s.RenewPeriod = DefaultRenewPeriod
-	}
-	if !(s.RenewPeriod < s.RenewDeadline && s.RenewDeadline < s.LeaseDuration) {
-		return s, fmt.Errorf("ring durations must nest: renew period %s < renew deadline %s < lease duration %s",
-			s.RenewPeriod, s.RenewDeadline, s.LeaseDuration)
+	var err error
+	if s.LeaseDuration, s.RenewDeadline, s.RenewPeriod, err = durations(s.LeaseDuration, s.RenewDeadline, s.RenewPeriod); err != nil {
+		return s, err
 	}
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
 	}
 	return s, nil
+}
+
+// durations fills zero durations with the defaults and checks that they
+// nest: a member must renew several times per deadline, and fence itself
+// before others count it dead.
+func durations(lease, deadline, period time.Duration) (time.Duration, time.Duration, time.Duration, error) {
+	if lease == 0 {
+		lease = DefaultLeaseDuration
+	}
+	if deadline == 0 {
+		deadline = DefaultRenewDeadline
+	}
+	if period == 0 {
+		period = DefaultRenewPeriod
+	}
+	if !(period < deadline && deadline < lease) {
+		return lease, deadline, period, fmt.Errorf("ring durations must nest: renew period %s < renew deadline %s < lease duration %s",
+			period, deadline, lease)
+	}
+	return lease, deadline, period, nil
 }
 
 // Member is a manager Runnable that holds the replica's Lease in its ring.
@@ -113,7 +125,7 @@ func NewMember(c client.Client, s Settings) (*Member, error) {
 func (m *Member) Name() string { return m.name }
 
 // LeaseName is the name of the member's Lease.
-func (m *Member) LeaseName() string { return "kopf-shard-" + m.s.Ring + "-" + m.name }
+func (m *Member) LeaseName() string { return leaseName(m.s.Ring, m.name) }
 
 // Fenced is closed once the member has lost its membership.
 func (m *Member) Fenced() <-chan struct{} { return m.fenced }

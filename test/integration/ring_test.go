@@ -2,14 +2,24 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	"github.com/go-logr/logr/testr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // A ring member's Lease, as a real API server stores it: created with the
@@ -58,5 +68,165 @@ func TestRingMemberLease(t *testing.T) {
 	}
 	if err := env.Client.Get(context.Background(), key, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Lease is still there after the stop: %v", err)
+	}
+}
+
+// Durations of the rings in these tests: short, so that an expiry comes
+// within seconds, and nested as ring.Settings requires.
+const (
+	ringLease    = 2 * time.Second
+	ringDeadline = 1500 * time.Millisecond
+	ringPeriod   = 300 * time.Millisecond
+)
+
+var configMapKind = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+// startMember runs a member of the ring "main" until stop or the end of
+// the test; c writes its Lease (env.Client if nil). stop ends it
+// gracefully and gives Start's error.
+func startMember(t *testing.T, ns, identity string, c client.Client) (m *ring.Member, stop func() error) {
+	t.Helper()
+	if c == nil {
+		c = env.Client
+	}
+	m, err := ring.NewMember(c, ring.Settings{Ring: "main", Namespace: ns, Identity: identity,
+		LeaseDuration: ringLease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod, Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	finished := make(chan error, 1)
+	go func() { finished <- m.Start(ctx) }()
+	var once sync.Once
+	var result error
+	stop = func() error {
+		once.Do(func() { cancel(); result = <-finished })
+		return result
+	}
+	t.Cleanup(func() { _ = stop() })
+	eventually(t, "the member's Lease", func() bool {
+		key := client.ObjectKey{Namespace: ns, Name: m.LeaseName()}
+		return env.Client.Get(context.Background(), key, &coordinationv1.Lease{}) == nil
+	})
+	return m, stop
+}
+
+// names are the members' names, sorted as Liveness lists them.
+func names(members ...*ring.Member) []string {
+	var out []string
+	for _, m := range members {
+		out = append(out, m.Name())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// startAssigner runs an assigner of the ring "main" for the ConfigMaps
+// of ns until stop or the end of the test, with its log lines (at debug
+// level too) in logs.
+func startAssigner(t *testing.T, ns, identity string, lease time.Duration) (logs *lines, stop func()) {
+	t.Helper()
+	logs = &lines{}
+	a, err := ring.NewAssigner(env.Config, nil, nil, nil, ring.AssignerSettings{
+		Ring: "main", Namespace: ns, Identity: identity,
+		LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod,
+		Kinds: []schema.GroupVersionKind{configMapKind}, Namespaces: []string{ns},
+		Logger: funcr.New(logs.add, funcr.Options{Verbosity: 1}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	finished := make(chan error, 1)
+	go func() { finished <- a.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-finished; err != nil {
+				t.Errorf("the assigner %s: Start() = %v, want nil", identity, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return logs, stop
+}
+
+// lines collects log lines, safe for concurrent use.
+type lines struct {
+	mu   sync.Mutex
+	text []string
+}
+
+func (l *lines) add(prefix, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.text = append(l.text, prefix+" "+args)
+}
+
+// has reports whether a line holds all the parts.
+func (l *lines) has(parts ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.text {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *lines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.text)
+}
+
+// createConfigMaps creates n ConfigMaps in ns, labelled as the test's.
+func createConfigMaps(t *testing.T, ns, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%02d", prefix, i),
+			Labels: map[string]string{"test": "assigner"}}}
+		if err := env.Client.Create(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// placement is where a ConfigMap stands in the ring "main".
+type placement struct {
+	uid, owner, next, version string
+}
+
+// placements are the test's ConfigMaps in ns by name.
+func placements(t *testing.T, ns string) map[string]placement {
+	t.Helper()
+	list := &corev1.ConfigMapList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{"test": "assigner"}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]placement{}
+	for _, cm := range list.Items {
+		out[cm.Name] = placement{uid: string(cm.UID), owner: cm.Labels[ring.OwnerLabel("main")],
+			next: cm.Annotations[ring.NextAnnotation("main")], version: cm.ResourceVersion}
+	}
+	return out
+}
+
+// ownedAsHashed reports whether all n ConfigMaps have the owner that
+// hashing gives among live, and no handover request.
+func ownedAsHashed(t *testing.T, ns string, n int, live []string) func() bool {
+	return func() bool {
+		got := placements(t, ns)
+		if len(got) != n {
+			return false
+		}
+		for _, p := range got {
+			if p.owner != sharding.Owner(p.uid, live) || p.next != "" {
+				return false
+			}
+		}
+		return true
 	}
 }

@@ -1,0 +1,207 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// AssignerSettings are the settings of a ring's assigner; zero durations
+// mean the defaults of Settings.
+type AssignerSettings struct {
+	// Ring names the ring; Namespace holds its Leases; Identity is the
+	// replica's identity, the candidate's in the assigner's election.
+	Ring, Namespace, Identity string
+	// LeaseDuration, RenewDeadline and RenewPeriod serve the assigner's
+	// own election, as leader election's settings, and LeaseDuration
+	// tells how long a member stays live after the assigner last saw its
+	// Lease renewed. They nest as Settings' do.
+	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+	// Kinds are the sharded kinds.
+	Kinds []schema.GroupVersionKind
+	// Namespaces are the served namespaces; none: the whole cluster.
+	Namespaces []string
+	// Clock times the members' liveness (real by default).
+	Clock  clock.WithTicker
+	Logger logr.Logger
+	// OnMembers, if set, is told the live members whenever they change,
+	// while this replica is the assigner.
+	OnMembers func(live []string)
+}
+
+// withDefaults fills the zero values and checks the settings.
+func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
+	if s.Ring == "" || s.Namespace == "" || s.Identity == "" {
+		return s, errors.New("a ring's assigner needs a ring, a namespace and an identity")
+	}
+	if err := ValidateRing(s.Ring); err != nil {
+		return s, err
+	}
+	if len(s.Kinds) == 0 {
+		return s, errors.New("a ring's assigner needs the kinds it shards")
+	}
+	var err error
+	if s.LeaseDuration, s.RenewDeadline, s.RenewPeriod, err = durations(s.LeaseDuration, s.RenewDeadline, s.RenewPeriod); err != nil {
+		return s, err
+	}
+	// Leader election retries with jitter: each renewal must fit its
+	// retries into the deadline.
+	if float64(s.RenewDeadline) <= leaderelection.JitterFactor*float64(s.RenewPeriod) {
+		return s, fmt.Errorf("the renew deadline %s must exceed %.1f renew periods (%s)",
+			s.RenewDeadline, leaderelection.JitterFactor, s.RenewPeriod)
+	}
+	if s.Clock == nil {
+		s.Clock = clock.RealClock{}
+	}
+	s.Logger = s.Logger.WithValues("ring", s.Ring)
+	return s, nil
+}
+
+// Assigner is a manager Runnable that every replica of a ring runs: it
+// campaigns to be the ring's assigner, and while it is, gives objects
+// owners and asks owners for handovers (sharding.md, "The assigner").
+type Assigner struct {
+	s      AssignerSettings
+	cfg    *rest.Config
+	http   *http.Client
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+	// writer patches objects directly: a cache would add nothing to
+	// writes, and the assigner reads from the cache of its term.
+	writer client.Client
+	leases coordinationclient.CoordinationV1Interface
+}
+
+// NewAssigner prepares a ring's assigner. httpClient, scheme and mapper
+// are the manager's; nil ones are made from cfg (the scheme: client-go's).
+// The scheme must know Leases.
+func NewAssigner(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, mapper meta.RESTMapper, s AssignerSettings) (*Assigner, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	if !scheme.Recognizes(coordinationv1.SchemeGroupVersion.WithKind("Lease")) {
+		return nil, errors.New("the assigner's scheme must know coordination.k8s.io/v1 Leases")
+	}
+	if httpClient == nil {
+		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, fmt.Errorf("make the assigner's HTTP client: %w", err)
+		}
+	}
+	if mapper == nil {
+		if mapper, err = apiutil.NewDynamicRESTMapper(cfg, httpClient); err != nil {
+			return nil, fmt.Errorf("make the assigner's REST mapper: %w", err)
+		}
+	}
+	a := &Assigner{s: s, cfg: cfg, http: httpClient, scheme: scheme, mapper: mapper}
+	if a.writer, err = client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper}); err != nil {
+		return nil, fmt.Errorf("make the assigner's client: %w", err)
+	}
+	if a.leases, err = coordinationclient.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("make the assigner's Lease client: %w", err)
+	}
+	return a, nil
+}
+
+// NeedLeaderElection is false: every replica campaigns, in the ring's own
+// election rather than the manager's.
+func (a *Assigner) NeedLeaderElection() bool { return false }
+
+// Start campaigns until ctx ends, and assigns whenever it wins; it
+// returns nil once everything it started has stopped. A term that fails
+// to start is logged and tried again after a lease duration.
+func (a *Assigner) Start(ctx context.Context) error {
+	for ctx.Err() == nil {
+		err := a.campaign(ctx)
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		a.s.Logger.Error(err, "The ring's assigner stopped; it campaigns again after a lease duration.")
+		select {
+		case <-ctx.Done():
+		case <-a.s.Clock.After(a.s.LeaseDuration):
+		}
+	}
+	return nil
+}
+
+// campaign runs one election until this replica has led and lost, or ctx
+// ends. The election runs under a context of its own, cancelled only
+// after the term has stopped, so that the Lease is released (which lets
+// another replica lead at once) only when this one writes no more.
+func (a *Assigner) campaign(ctx context.Context) error {
+	electing, stop := context.WithCancel(logr.NewContext(context.WithoutCancel(ctx), a.s.Logger.WithName("election")))
+	defer stop()
+	// won is buffered: the elector's goroutine that reports the win
+	// never waits for this one.
+	won := make(chan context.Context, 1)
+	el, err := leaderelection.NewLeaderElector(a.election(func(leading context.Context) { won <- leading }))
+	if err != nil {
+		return fmt.Errorf("elect the assigner: %w", err)
+	}
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		el.Run(electing)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-ran: // lost before the term began
+	case leading := <-won:
+		err = a.lead(ctx, leading)
+	}
+	stop()
+	<-ran
+	return err
+}
+
+// lead runs one term until ctx ends or the leadership is lost.
+func (a *Assigner) lead(ctx, leading context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(leading, cancel)()
+	a.s.Logger.Info("This replica is the ring's assigner.", "identity", a.s.Identity)
+	defer a.s.Logger.Info("This replica is no longer the ring's assigner.")
+	return a.assign(ctx)
+}
+
+// election is the configuration of one campaign.
+func (a *Assigner) election(started func(context.Context)) leaderelection.LeaderElectionConfig {
+	name := AssignerLease(a.s.Ring)
+	return leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: a.s.Namespace, Name: name},
+			Client:     a.leases,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: a.s.Identity},
+		},
+		LeaseDuration:   a.s.LeaseDuration,
+		RenewDeadline:   a.s.RenewDeadline,
+		RetryPeriod:     a.s.RenewPeriod,
+		ReleaseOnCancel: true,
+		Name:            name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: started,
+			OnStoppedLeading: func() {},
+		},
+	}
+}

@@ -1,0 +1,100 @@
+package ring
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kopf-go/kopf/internal/sharding"
+)
+
+// The wire names of sharding, pinned: other replicas (and other versions)
+// read them.
+func TestWireNames(t *testing.T) {
+	for got, want := range map[string]string{
+		OwnerLabel("main"):     "shard.kopf.dev/main",
+		NextAnnotation("main"): "shard.kopf.dev/main-next",
+		AssignerLease("main"):  "kopf-shard-main",
+		RingLabel:              "shard.kopf.dev/ring",
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+func TestValidateRing(t *testing.T) {
+	tests := []struct {
+		ring string
+		ok   bool
+	}{
+		{"main", true},
+		{"shard-1", true},
+		{strings.Repeat("a", 40), true},
+		{strings.Repeat("a", 41), false},
+		{"", false},
+		{"Main", false},
+		{"a.b", false},
+		{"-main", false},
+		{"main-", false},
+		{"a/b", false},
+	}
+	for _, tt := range tests {
+		err := ValidateRing(tt.ring)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateRing(%q) = %v, want ok=%v", tt.ring, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "Lease names and label keys") {
+			t.Errorf("ValidateRing(%q) = %q, which does not say why", tt.ring, err)
+		}
+	}
+}
+
+// The longest valid ring's names stay within Kubernetes' limits: the
+// owner label's and the annotation's name parts 63 characters, the
+// Leases' names those of DNS subdomains.
+func TestLongestRingFits(t *testing.T) {
+	ring := strings.Repeat("r", 40)
+	_, name, _ := strings.Cut(NextAnnotation(ring), "/")
+	if len(name) > 63 {
+		t.Errorf("the annotation's name %q has %d characters, more than 63", name, len(name))
+	}
+	for _, lease := range []string{leaseName(ring, sharding.MemberName("x")), AssignerLease(ring)} {
+		if errs := validation.IsDNS1123Subdomain(lease); len(errs) > 0 {
+			t.Errorf("the Lease name %q is not valid: %v", lease, errs)
+		}
+	}
+}
+
+func TestMemberOfLease(t *testing.T) {
+	member := sharding.MemberName(identity)
+	tests := []struct {
+		name, lease string
+		want        string
+		ok          bool
+	}{
+		{"a member's Lease", leaseName("main", member), member, true},
+		{"the assigner's Lease", AssignerLease("main"), "", false},
+		{"another ring's", leaseName("other", member), "", false},
+		{"no member part", "kopf-shard-main-", "", false},
+		{"not a member name", "kopf-shard-main-a/b", "", false},
+		{"not a ring's Lease", "kube-scheduler", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := MemberOfLease("main", tt.lease)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("MemberOfLease(main, %q) = %q, %v; want %q, %v", tt.lease, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// A member of a ring with an invalid name is refused.
+func TestMemberRefusesAnInvalidRing(t *testing.T) {
+	s := Settings{Ring: "Main", Namespace: "operators", Identity: identity}
+	if _, err := NewMember(nil, s); err == nil {
+		t.Error("NewMember() accepted the ring name Main")
+	}
+}

@@ -1,0 +1,111 @@
+package ring
+
+import (
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kopf-go/kopf/internal/sharding"
+)
+
+// key names one object the assigner places: its kind (an index into
+// AssignerSettings.Kinds) and its namespace and name.
+type key struct {
+	kind int
+	types.NamespacedName
+}
+
+// patchBody is the JSON merge patch of the assigner's write of a move:
+// only the owner label and the handover annotation, and the object's
+// resourceVersion, so that the write fails with a conflict if the object
+// changed since the assigner read it (its owner may have moved the label
+// meanwhile). An owner set directly drops a handover request: the
+// request was for the previous owner.
+func patchBody(ring, resourceVersion string, mv sharding.Move) ([]byte, error) {
+	if resourceVersion == "" {
+		return nil, errors.New("a guarded write needs the object's resourceVersion")
+	}
+	meta := map[string]any{"resourceVersion": resourceVersion}
+	switch {
+	case mv.Owner != "":
+		meta["labels"] = map[string]any{OwnerLabel(ring): mv.Owner}
+		meta["annotations"] = map[string]any{NextAnnotation(ring): nil}
+	case mv.Next != "":
+		meta["annotations"] = map[string]any{NextAnnotation(ring): mv.Next}
+	case mv.ClearNext:
+		meta["annotations"] = map[string]any{NextAnnotation(ring): nil}
+	default:
+		return nil, errors.New("an empty move writes nothing")
+	}
+	return json.Marshal(map[string]any{"metadata": meta})
+}
+
+// tally counts what the assigner wrote to the objects that one change of
+// the ring's members queued, so that the change ends in one log line
+// rather than one per object. A change that comes before the previous
+// one's objects are all placed takes their place (every object is queued
+// again) and keeps the writes counted so far: the ring settles once.
+type tally struct {
+	mu      sync.Mutex
+	round   int // the members' generation whose objects are pending
+	pending map[key]struct{}
+	total   int // objects queued by the latest change
+	owned   int // objects given an owner directly
+	asked   int // handover requests written
+}
+
+// summary is what one settled change of members wrote.
+type summary struct {
+	objects, owned, asked int
+}
+
+// open starts counting the objects queued for the members of the given
+// round; true (with the summary) if there are none, so the change has
+// settled already.
+func (t *tally) open(round int, keys []key) (summary, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.round = round
+	t.pending = make(map[key]struct{}, len(keys))
+	for _, k := range keys {
+		t.pending[k] = struct{}{}
+	}
+	t.total = len(t.pending)
+	return t.settled()
+}
+
+// done records that an object was placed with the members of the given
+// round (writing the move, if wrote); true (with the summary) once the
+// last pending object of the current round is placed. Placements with an
+// earlier round's members do not count: the object is queued again.
+func (t *tally) done(round int, k key, mv sharding.Move, wrote bool) (summary, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if round != t.round {
+		return summary{}, false
+	}
+	if _, ok := t.pending[k]; !ok {
+		return summary{}, false
+	}
+	delete(t.pending, k)
+	switch {
+	case wrote && mv.Owner != "":
+		t.owned++
+	case wrote && mv.Next != "":
+		t.asked++
+	}
+	return t.settled()
+}
+
+// settled resets the counts once nothing is pending, and says what they
+// were.
+func (t *tally) settled() (summary, bool) {
+	if len(t.pending) > 0 {
+		return summary{}, false
+	}
+	s := summary{objects: t.total, owned: t.owned, asked: t.asked}
+	t.total, t.owned, t.asked = 0, 0, 0
+	return s, true
+}
