@@ -51,6 +51,9 @@ type Flags struct {
 	// Liveness is the URL at which to serve the probes' results, as Kopf's
 	// --liveness (e.g. http://0.0.0.0:8080/healthz).
 	Liveness string
+	// ShardRing makes this replica a member of the ring of that name: the
+	// replicas of one ring share the objects (docs/sharding.md).
+	ShardRing string
 	// MetricsBindAddress is where the manager serves /metrics over HTTP
 	// (e.g. :8080), as kubebuilder's scaffolds name the flag; "0" switches
 	// the metrics off. Empty: not given (Options.MetricsBindAddress, or off).
@@ -81,6 +84,7 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "the kubeconfig file")
 	fs.StringVar(&f.Liveness, "liveness", "", "serve the probes' results at this URL, e.g. http://0.0.0.0:8080/healthz")
 	fs.StringVar(&f.Liveness, "L", "", "short for --liveness")
+	fs.StringVar(&f.ShardRing, "shard-ring", "", "share the objects with the other replicas of this ring")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", `serve /metrics at this address, e.g. :8080 (default "0": off)`)
 	if err := fs.Parse(args); err != nil {
 		return f, fmt.Errorf("parse the command line: %w", err)
@@ -180,6 +184,9 @@ func withFlags(opts Options, f Flags) Options {
 	}
 	if f.Priority != 0 {
 		opts.Priority = f.Priority
+	}
+	if f.ShardRing != "" {
+		opts.Sharding.Ring = f.ShardRing
 	}
 	return opts
 }

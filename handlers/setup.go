@@ -97,6 +97,31 @@ type Options struct {
 	// A program that embeds the operator waits on it before its own work.
 	// The channel is closed once: an engine needs a fresh one each run.
 	Ready chan struct{}
+	// Sharding shares the objects of every registered kind among the
+	// replicas of a ring, each handling its own share (docs/sharding.md).
+	// The zero value: no sharding, one replica handles all objects.
+	Sharding Sharding
+}
+
+// Sharding makes the operator a member of a ring of replicas that share
+// its objects. The replica's name in the ring comes from Identity (the
+// peering identity), which must differ between replicas: the default
+// ($POD_ID, else user@host/time/random) does.
+type Sharding struct {
+	// Ring names the ring: one per operator deployment (a DNS label of
+	// at most 40 characters). Empty: no sharding. The runner's
+	// --shard-ring sets it.
+	Ring string
+	// Namespace holds the ring's Leases. Default: the namespace the
+	// replica runs in ($POD_NAMESPACE, else its service account's), else
+	// the one namespace it serves, else "default".
+	Namespace string
+	// LeaseDuration is how long the others count a member live after its
+	// last renewal (default 15 s); RenewDeadline is how long a member goes
+	// on without renewing before it stops handling objects (default 10 s);
+	// RenewPeriod is how often it renews (default 5 s). They must nest:
+	// period < deadline < duration.
+	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
 }
 
 func (o Options) settings() reactor.Settings {
@@ -117,6 +142,8 @@ func (o Options) settings() reactor.Settings {
 		ErrorDelays:             o.ErrorDelays,
 		Posting:                 o.Posting,
 		Ready:                   o.Ready,
+		Sharding: reactor.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
+			LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
 	}
 }
 

@@ -19,6 +19,10 @@ type Blocking struct {
 	Lingering []string
 	// Polling is the shortest re-check interval among them.
 	Polling time.Duration
+	// Abandoned are those that were given up on after their cancellation
+	// timeout but still run: they hold up nothing that Kopf waits for,
+	// but an object is not handed over to another replica while they run.
+	Abandoned []string
 }
 
 // Stop asks all daemons and timers of the object to stop for the reason,
@@ -35,6 +39,7 @@ func (s *Supervisor) Stop(uid types.UID, reason StopReason) Blocking {
 		wasStopping := !r.stopSince.IsZero()
 		r.stop(reason)
 		if r.abandoned {
+			b.Abandoned = append(b.Abandoned, r.h.Handler.String())
 			continue
 		}
 		b.Names = append(b.Names, r.h.Handler.String())
@@ -47,6 +52,7 @@ func (s *Supervisor) Stop(uid types.UID, reason StopReason) Blocking {
 	}
 	sort.Strings(b.Names)
 	sort.Strings(b.Lingering)
+	sort.Strings(b.Abandoned)
 	return b
 }
 

@@ -217,6 +217,10 @@ func TestStopTimeout(t *testing.T) {
 	if diff := cmp.Diff(want, observe(c, blocking, polling)); diff != "" {
 		t.Errorf("after the timeout (-want +got):\n%s", diff)
 	}
+	// It holds up no deletion, but it still runs: a handover waits for it.
+	if diff := cmp.Diff([]string{"Daemon 'x'"}, result.Abandoned); diff != "" {
+		t.Errorf("abandoned after the timeout (-want +got):\n%s", diff)
+	}
 	wantLog := []logLine{{Level: "info", Msg: "Daemon 'x' did not exit in time. Leaving it orphaned."}}
 	if diff := cmp.Diff(wantLog, h.logs.Find("orphaned")); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,12 +46,17 @@ type engine struct {
 	reg     *registry.Registry
 	// settings are the engine's settings, with defaults.
 	settings Settings
+	// shard is this replica's place in its ring; nil: not sharded.
+	shard *shard
+	// directClient writes to the API server without a cache.
+	directClient client.Client
 	// started: the startup handlers have finished.
 	started atomic.Bool
 	log     logr.Logger
 }
 
-// NeedLeaderElection: only the leading replica handles objects.
+// NeedLeaderElection: only the leading replica handles objects (a ring's
+// members are added as runnables of every replica: see membership.go).
 func (e *engine) NeedLeaderElection() bool { return true }
 
 // Start runs the startup handlers, then the controllers until the
@@ -157,6 +163,9 @@ func (e *engine) run(ctx context.Context) error {
 			e.recallGone(ctx, c)
 			return nil
 		})
+		if e.shard != nil {
+			start(e.summarizeShard)
+		}
 	}
 	wg.Wait()
 	close(errs)
@@ -246,7 +255,7 @@ func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller
 	if err != nil {
 		return nil, fmt.Errorf("create the controller for %s: %w", r.gvk.Kind, err)
 	}
-	if err := ctrl.Watch(source.Kind[client.Object](c, r.newObject(), &noticingHandler{memories: r.memories})); err != nil {
+	if err := ctrl.Watch(source.Kind[client.Object](c, r.newObject(), &noticingHandler{memories: r.memories, shard: r.shard, log: e.log})); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
 	}
 	// Daemons ask for reconciles (to release a finalizer, or to spawn
@@ -285,6 +294,26 @@ func (e *engine) recallGone(ctx context.Context, c cache.Cache) {
 		}
 	}
 }
+
+// summarizeShard logs, every few seconds while objects move, how many
+// entered and left this member's cache.
+func (e *engine) summarizeShard(ctx context.Context) error {
+	ticker := e.settings.Clock.NewTicker(shardSummaryInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			e.shard.summarize(e.log)
+			return nil
+		case <-ticker.C():
+			e.shard.summarize(e.log)
+		}
+	}
+}
+
+// shardSummaryInterval is how often the objects taken and released are
+// summed up in one log line: a rebalance moves them within seconds.
+const shardSummaryInterval = 5 * time.Second
 
 func collect(errs <-chan error) []error {
 	var out []error

@@ -75,7 +75,7 @@ func (l *lowLevel) handle(raw any, eventType string) {
 	var mem *memory
 	switch eventType {
 	case causes.EventListed, causes.EventAdded:
-		l.r.memories.notice(obj.GetUID(), key, eventType == causes.EventListed)
+		l.r.memories.notice(obj.GetUID(), key, eventType == causes.EventListed || l.r.shard != nil)
 		mem = l.r.memories.recall(obj.GetUID(), key)
 	default:
 		mem = l.r.memories.known(obj.GetUID())
@@ -85,6 +85,12 @@ func (l *lowLevel) handle(raw any, eventType string) {
 	objectKey := key.Namespace + "/" + key.Name + "/" + string(obj.GetUID())
 	for _, h := range l.r.kind.Indexing {
 		l.index(log, h, subject, objectKey, eventType == causes.EventDeleted)
+	}
+	// An object handed over to another replica leaves this one's cache
+	// with a DELETED event, but it was not deleted: its index entries go,
+	// as it is no longer in this replica's share, and nothing else happens.
+	if eventType == causes.EventDeleted && l.r.shard.wasHandedOver(obj.GetUID()) {
+		return
 	}
 	for _, h := range l.r.kind.MatchEvents(subject) {
 		l.event(log, h, subject, eventType)

@@ -36,6 +36,8 @@ type reconciler struct {
 	// daemonLog is the kind's logger for daemons and timers: they outlive
 	// the reconcile that spawned them, so they do not take its logger.
 	daemonLog logr.Logger
+	// shard is this replica's place in its ring; nil: not sharded.
+	shard *shard
 }
 
 // Reconcile runs one processing cycle of one object: detect the cause,
@@ -81,6 +83,11 @@ func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (recon
 	c.newEssence = r.settings.DiffBase.Build(c.body, r.kind.ExtraFields())
 	r.settings.Progress.Clear(c.newEssence)
 
+	// An object being moved to another replica runs nothing more here.
+	if next := r.shard.handoverTo(c.obj); next != "" {
+		return r.handOver(ctx, c, next)
+	}
+
 	// Daemons and timers follow every state of the object, consistent or
 	// not: they read the latest object themselves.
 	r.syncDaemons(c)
@@ -123,7 +130,8 @@ func (r *reconciler) handlerContext(ctx context.Context, log logr.Logger) contex
 }
 
 // reconciles reports whether the kind has a controller: change handlers,
-// daemons or timers. A kind with low-level handlers only has none.
+// daemons or timers. A kind with low-level handlers only has none, unless
+// it is sharded: handing its objects over takes a reconcile.
 func (r *reconciler) reconciles() bool {
-	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0
+	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.shard != nil
 }

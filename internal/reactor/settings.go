@@ -69,6 +69,9 @@ type Settings struct {
 	// Ready, if set, is closed once the startup handlers have finished:
 	// for a program that embeds the operator and waits for it.
 	Ready chan struct{}
+	// Sharding, if its Ring is set, makes the replica a member of a ring
+	// that shares the objects (docs/sharding.md).
+	Sharding Sharding
 }
 
 // DefaultFinalizer is the finalizer that blocks deletion while delete

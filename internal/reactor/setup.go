@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +28,8 @@ import (
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // Setup adds the engine to the manager: the kinds' controllers (run by
@@ -52,6 +55,15 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
 			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
 	}
+	// The identity is decided here, once: peering and the ring's
+	// membership both name the replica by it.
+	if s.Peering.Identity == "" {
+		s.Peering.Identity = peering.Identity(false, s.Clock.Now())
+	}
+	s.Peering.Ring = s.Sharding.Ring
+	if s.Sharding.Ring != "" && s.Sharding.Namespace == "" {
+		s.Sharding.Namespace = leaseNamespace(s.Namespaces)
+	}
 	eng, err := newEngine(mgr, reg, s)
 	if err != nil {
 		return nil, err
@@ -63,12 +75,57 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		return nil, err
 	}
 	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle}
-	for _, r := range []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics} {
+	runnables := []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics}
+	if eng.shard != nil {
+		if runnables, err = ringRunnables(mgr, eng, runnables, s); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
 			return nil, fmt.Errorf("add the engine to the manager: %w", err)
 		}
 	}
 	return addHealth(mgr, eng, peers.Identity(), reg, s)
+}
+
+// ringRunnables makes a ring member of the replica: the engine, its
+// daemons, its Events and peering run on every replica, the member's
+// Lease is held until they have stopped, and the assigner campaigns for
+// its role.
+func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnable, s Settings) ([]manager.Runnable, error) {
+	log := mgr.GetLogger().WithName("ring")
+	member, err := ring.NewMember(eng.directClient, ring.Settings{Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace,
+		Identity: s.Peering.Identity, LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline,
+		RenewPeriod: s.Sharding.RenewPeriod, Clock: s.Clock, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("join the ring %q: %w", s.Sharding.Ring, err)
+	}
+	kinds := make([]schema.GroupVersionKind, len(eng.kinds))
+	for i, r := range eng.kinds {
+		kinds[i] = r.gvk
+	}
+	assigner, err := ring.NewAssigner(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), eng.mapper, ring.AssignerSettings{
+		Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace, Identity: s.Peering.Identity,
+		LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline, RenewPeriod: s.Sharding.RenewPeriod,
+		Kinds: kinds, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assign the objects of the ring %q: %w", s.Sharding.Ring, err)
+	}
+	m := &membership{member: member}
+	out := []manager.Runnable{m, assigner}
+	for _, r := range runnables {
+		switch r {
+		case eng, eng.sup:
+			f := newFinishing(r)
+			m.after = append(m.after, f)
+			out = append(out, f)
+		default:
+			out = append(out, everyReplica{r})
+		}
+	}
+	return out, nil
 }
 
 // newEngine makes the engine, its supervisor and its kinds' reconcilers.
@@ -102,8 +159,13 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 		Local:          posting.Local,
 		Observer:       daemonMetrics{},
 	})
+	var sh *shard
+	if s.Sharding.Ring != "" {
+		sh = newShard(s.Sharding.Ring, sharding.MemberName(s.Peering.Identity))
+	}
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
-		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces)}
+		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces, sh),
+		shard: sh, directClient: direct}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {
@@ -113,6 +175,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 			}
 		}
 		r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup)
+		r.shard = sh
 		r.daemonLog = mgr.GetLogger().WithValues("controller", controllerName(gvk),
 			"controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
 		eng.kinds = append(eng.kinds, r)
@@ -146,10 +209,16 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 // without their managedFields: the engine and its handlers do not read
 // them, and they are the bulk of a cached object, unstructured ones above
 // all (their fieldsV1 become nested maps).
-func runCache(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string) func() (cache.Cache, error) {
+//
+// A ring's member caches only the objects it owns, selected by their owner
+// label: its memory holds its share, not the kind.
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string, sh *shard) func() (cache.Cache, error) {
 	return func() (cache.Cache, error) {
 		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
 			DefaultTransform: cache.TransformStripManagedFields()}
+		if sh != nil {
+			opts.DefaultLabelSelector = sh.selector()
+		}
 		if len(namespaces) > 0 {
 			opts.DefaultNamespaces = map[string]cache.Config{}
 			for _, ns := range namespaces {
@@ -171,15 +240,25 @@ func controllerName(gvk schema.GroupVersionKind) string {
 // noticingHandler enqueues objects as controller-runtime's own handler
 // does, and first records whether an object was first seen in the initial
 // listing: that is what makes resume handlers run once per process.
+//
+// A sharded member sees every object that enters its cache as found at
+// start: it may come from another member, and this member has none of
+// that member's memory of it, just as after a restart (docs/sharding.md).
 type noticingHandler struct {
 	handler.EnqueueRequestForObject
 	memories *memories
+	shard    *shard
+	log      logr.Logger
 }
 
 func (h *noticingHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if e.Object != nil {
 		key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
-		h.memories.notice(e.Object.GetUID(), key, e.IsInInitialList)
+		h.memories.notice(e.Object.GetUID(), key, e.IsInInitialList || h.shard != nil)
+		if h.shard != nil {
+			h.shard.taken.Add(1)
+			h.log.V(1).Info("Took the object into this replica's shard.", "namespace", key.Namespace, "name", key.Name)
+		}
 	}
 	h.EnqueueRequestForObject.Create(ctx, e, q)
 }

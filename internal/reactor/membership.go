@@ -1,0 +1,100 @@
+package reactor
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/internal/ring"
+)
+
+// Sharding makes the operator a member of a ring of replicas that share
+// its objects (docs/sharding.md); a zero Ring: not sharded.
+type Sharding struct {
+	// Ring names the ring: one per operator deployment.
+	Ring string
+	// Namespace holds the ring's Leases.
+	Namespace string
+	// LeaseDuration, RenewDeadline, RenewPeriod: see ring.Settings.
+	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+}
+
+// everyReplica runs a runnable on every replica, whether it leads or not:
+// a ring's members all handle objects, each its own.
+type everyReplica struct{ manager.Runnable }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// finishing closes done when the runnable has returned.
+type finishing struct {
+	manager.Runnable
+	done chan struct{}
+}
+
+func newFinishing(r manager.Runnable) *finishing {
+	return &finishing{Runnable: r, done: make(chan struct{})}
+}
+
+func (f *finishing) Start(ctx context.Context) error {
+	defer close(f.done)
+	return f.Runnable.Start(ctx)
+}
+
+func (f *finishing) NeedLeaderElection() bool { return false }
+
+// membership holds the member's Lease while the replica runs. On a
+// graceful stop, it gives the Lease up only after the engine and the
+// daemons have stopped (docs/sharding.md, "Leaving"): the ring then moves
+// the member's objects at once, so nothing of this member may still run.
+// When the member loses its membership, the error stops the manager, and
+// with it the engine.
+type membership struct {
+	member *ring.Member
+	// after are the runnables that stop before the Lease goes.
+	after []*finishing
+}
+
+func (m *membership) NeedLeaderElection() bool { return false }
+
+func (m *membership) Start(ctx context.Context) error {
+	memberCtx, leave := context.WithCancel(context.WithoutCancel(ctx))
+	defer leave()
+	result := make(chan error, 1)
+	go func() { result <- m.member.Start(memberCtx) }()
+	select {
+	case err := <-result:
+		return err // fenced, or never joined: the manager stops
+	case <-ctx.Done():
+	}
+	for _, f := range m.after {
+		select {
+		case <-f.done:
+		case err := <-result:
+			return err // fenced while stopping: the Lease stays to expire
+		}
+	}
+	leave()
+	return <-result
+}
+
+// serviceAccountNamespace is where a pod finds the namespace it runs in.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaseNamespace is where the ring's Leases live when the settings do not
+// say: the namespace the replica runs in ($POD_NAMESPACE, else its service
+// account's), else the one namespace it serves, else "default".
+func leaseNamespace(namespaces []string) string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if data, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(data)) != "" {
+		return strings.TrimSpace(string(data))
+	}
+	if len(namespaces) == 1 {
+		return namespaces[0]
+	}
+	return "default"
+}

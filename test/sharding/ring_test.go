@@ -1,0 +1,335 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/sharding"
+	"github.com/kopf-go/kopf/pkg/kopftest"
+)
+
+// Durations of the tests' rings: short, so that a crashed member's
+// objects move within seconds; nested as the ring requires.
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	renewPeriod   = 500 * time.Millisecond
+)
+
+// ringName is the ring of every test; each test has a namespace (and so
+// Leases) of its own.
+const ringName = "test"
+
+// testRing is a ring of replicas in one namespace, all recording into one
+// detector.
+type testRing struct {
+	t        *testing.T
+	ns       string
+	det      *detector
+	replicas map[string]*replica
+	// handlerTime is how long create and update handlers take: long
+	// enough that an overlap would be seen.
+	handlerTime time.Duration
+	// register adds a test's own handlers to a replica's registry.
+	register func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string)
+}
+
+// replica is one operator of the ring.
+type replica struct {
+	name string
+	op   *kopftest.Operator
+	cut  *cutter
+}
+
+func newRing(t *testing.T) *testRing {
+	return &testRing{t: t, ns: env.Namespace(t), det: newDetector(), replicas: map[string]*replica{},
+		handlerTime: 20 * time.Millisecond}
+}
+
+// identity is a replica's identity; its member name is a hash of it.
+func identity(name string) string { return "kopf@test/" + name }
+
+// member is the member name of a replica, as owner labels name it.
+func member(name string) string { return sharding.MemberName(identity(name)) }
+
+// start starts a replica named name.
+func (r *testRing) start(name string) *replica {
+	r.t.Helper()
+	reg := handlers.NewRegistry()
+	res := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
+	r.handlersOf(res, name)
+	if r.register != nil {
+		r.register(reg, res, name)
+	}
+	cut := &cutter{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = cut.wrap
+	op := env.NewOperatorOn(r.t, cfg, r.ns, reg, handlers.Options{
+		Identity: identity(name), Standalone: true, ShutdownGrace: 5 * time.Second,
+		Sharding: handlers.Sharding{Ring: ringName, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod},
+	})
+	op.Start(r.t)
+	rep := &replica{name: name, op: op, cut: cut}
+	r.replicas[name] = rep
+	return rep
+}
+
+// handlersOf registers the detector's handlers: create, update, delete,
+// a daemon and a timer, all recording where they run.
+func (r *testRing) handlersOf(res *handlers.Resource[*unstructured.Unstructured], name string) {
+	det := r.det
+	handlers.OnCreate(res, "create", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		defer det.enter(obj.GetName(), name, "create")()
+		time.Sleep(r.handlerTime)
+		field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
+		det.create(obj.GetName(), name, field)
+		return nil, nil
+	})
+	handlers.OnUpdate(res, "update", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		defer det.enter(obj.GetName(), name, "update")()
+		time.Sleep(r.handlerTime)
+		field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
+		det.update(obj.GetName(), field)
+		return nil, nil
+	}, handlers.Field("spec.field"))
+	handlers.OnDelete(res, "delete", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		defer det.enter(obj.GetName(), name, "delete")()
+		det.delete(obj.GetName())
+		return nil, nil
+	})
+	handlers.Daemon(res, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+		defer det.enter(obj.GetName(), name, "daemon")()
+		det.daemon(obj.GetName(), name, 1)
+		defer det.daemon(obj.GetName(), name, -1)
+		<-d.Stopped()
+		return nil, nil
+	})
+	handlers.Timer(res, "timer", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+		defer det.enter(obj.GetName(), name, "timer")()
+		return nil, nil
+	}, handlers.Interval(time.Second))
+}
+
+// stop stops a replica gracefully: its Lease goes once it has stopped.
+func (r *testRing) stop(name string) {
+	r.t.Helper()
+	r.replicas[name].op.Stop(r.t)
+	delete(r.replicas, name)
+}
+
+// crash cuts a replica off the API server without a graceful stop: its
+// requests fail and its watches break, so it can renew nothing, fences
+// itself at the renew deadline and stops; its Lease is left to expire.
+func (r *testRing) crash(name string) {
+	r.t.Helper()
+	rep := r.replicas[name]
+	rep.cut.cutOff()
+	delete(r.replicas, name)
+	if err := rep.op.Exited(r.t); !errors.Is(err, ring.ErrMembershipLost) {
+		r.t.Errorf("the crashed replica %s exited with %v, want the lost membership", name, err)
+	}
+}
+
+// object is a KopfExample of the ring's namespace.
+func (r *testRing) object(name string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("kopf.dev/v1")
+	obj.SetKind("KopfExample")
+	obj.SetNamespace(r.ns)
+	obj.SetName(name)
+	return obj
+}
+
+// createObjects creates n objects named obj-0000 onwards, a few at once.
+func (r *testRing) createObjects(n int) []string {
+	r.t.Helper()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("obj-%04d", i)
+	}
+	r.parallel(names, func(name string) error {
+		obj := r.object(name)
+		obj.Object["spec"] = map[string]any{"field": "v0"}
+		return env.Client.Create(context.Background(), obj)
+	})
+	return names
+}
+
+// parallel runs f for every name, 8 at a time, and fails on any error.
+func (r *testRing) parallel(names []string, f func(name string) error) {
+	r.t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(names))
+	sem := make(chan struct{}, 8)
+	for _, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f(name); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		r.t.Fatal(err)
+	}
+}
+
+// owners reads every object's owner label and handover request.
+func (r *testRing) owners() (owner, next map[string]string, uids map[string]string) {
+	r.t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("kopf.dev/v1")
+	list.SetKind("KopfExampleList")
+	if err := env.Client.List(context.Background(), list, client.InNamespace(r.ns)); err != nil {
+		r.t.Fatal(err)
+	}
+	owner, next, uids = map[string]string{}, map[string]string{}, map[string]string{}
+	for _, obj := range list.Items {
+		owner[obj.GetName()] = obj.GetLabels()["shard.kopf.dev/"+ringName]
+		next[obj.GetName()] = obj.GetAnnotations()["shard.kopf.dev/"+ringName+"-next"]
+		uids[obj.GetName()] = string(obj.GetUID())
+	}
+	return owner, next, uids
+}
+
+// members are the member names of the running replicas.
+func (r *testRing) members() []string {
+	var ms []string
+	for name := range r.replicas {
+		ms = append(ms, member(name))
+	}
+	return ms
+}
+
+// replicaOf is the replica name of a member name.
+func (r *testRing) replicaOf(m string) string {
+	for name := range r.replicas {
+		if member(name) == m {
+			return name
+		}
+	}
+	return ""
+}
+
+// settled reports whether every object is where the hashing over the
+// running replicas puts it, with no handover pending, and its daemon runs
+// there and nowhere else.
+func (r *testRing) settled(names []string) (bool, string) {
+	owner, next, uids := r.owners()
+	live := r.members()
+	for _, name := range names {
+		want := sharding.Owner(uids[name], live)
+		if owner[name] != want || next[name] != "" {
+			return false, fmt.Sprintf("%s is owned by %q (next %q), want %q", name, owner[name], next[name], want)
+		}
+		hosts := r.det.daemonHosts(name)
+		if len(hosts) != 1 || member(hosts[0]) != want {
+			return false, fmt.Sprintf("%s has daemons on %v, want one on %s", name, hosts, r.replicaOf(want))
+		}
+	}
+	return true, ""
+}
+
+// waitSettled waits until the ring has settled; timeout bounds the wait.
+func (r *testRing) waitSettled(names []string, timeout time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := r.settled(names)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the ring has not settled within %s: %s", timeout, why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// cutter cuts a replica's connections to the API server at once: new
+// requests fail, and open responses (watch streams) break.
+type cutter struct {
+	mu     sync.Mutex
+	cut    bool
+	bodies map[*cutBody]struct{}
+}
+
+var errCut = errors.New("the connection is cut")
+
+func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if c.isCut() {
+			return nil, errCut
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil || resp.Body == nil {
+			return resp, err
+		}
+		body := &cutBody{ReadCloser: resp.Body, c: c}
+		c.mu.Lock()
+		if c.bodies == nil {
+			c.bodies = map[*cutBody]struct{}{}
+		}
+		c.bodies[body] = struct{}{}
+		c.mu.Unlock()
+		resp.Body = body
+		return resp, nil
+	})
+}
+
+func (c *cutter) isCut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cut
+}
+
+func (c *cutter) cutOff() {
+	c.mu.Lock()
+	c.cut = true
+	bodies := c.bodies
+	c.bodies = nil
+	c.mu.Unlock()
+	for b := range bodies {
+		_ = b.ReadCloser.Close()
+	}
+}
+
+type cutBody struct {
+	io.ReadCloser
+	c *cutter
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.c.isCut() {
+		return 0, errCut
+	}
+	return b.ReadCloser.Read(p)
+}
+
+func (b *cutBody) Close() error {
+	b.c.mu.Lock()
+	delete(b.c.bodies, b)
+	b.c.mu.Unlock()
+	return b.ReadCloser.Close()
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

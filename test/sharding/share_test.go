@@ -1,0 +1,109 @@
+package sharding
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/pkg/kopftest"
+)
+
+// Three replicas share 300 objects: each object's create handler runs
+// once in all, its daemon on one replica only, and no replica has more
+// than twice the mean. A fourth replica then takes about a quarter, and
+// only objects that hash to it move; a replica that leaves gives its
+// objects to the others; and every deletion completes. Nothing ever runs
+// for one object on two replicas at once.
+func TestRingShares300(t *testing.T) {
+	kopftest.NoLeaks(t)
+	r := newRing(t)
+	for _, name := range []string{"a", "b", "c"} {
+		r.start(name)
+	}
+	names := r.createObjects(300)
+	r.waitSettled(names, 2*time.Minute)
+	for _, name := range names {
+		if got := r.det.creates(name); len(got) != 1 {
+			t.Errorf("%s: create handler ran on %v, want once", name, got)
+		}
+	}
+	before, _, _ := r.owners()
+	perMember := map[string]int{}
+	for _, m := range before {
+		perMember[m]++
+	}
+	for m, n := range perMember {
+		if n > 2*300/3 {
+			t.Errorf("replica %s owns %d objects, more than twice the mean of 100", r.replicaOf(m), n)
+		}
+	}
+	t.Logf("3 replicas: %v objects each", perMember)
+
+	t.Run("a fourth replica takes a quarter", func(t *testing.T) {
+		r.start("d")
+		r.waitSettled(names, time.Minute)
+		after, _, _ := r.owners()
+		moved := 0
+		for _, name := range names {
+			if after[name] == before[name] {
+				continue
+			}
+			moved++
+			if after[name] != member("d") {
+				t.Errorf("%s moved from %s to %s, not to the new replica", name, r.replicaOf(before[name]), r.replicaOf(after[name]))
+			}
+		}
+		// A quarter of 300 is 75; ±10 % of it.
+		if moved < 68 || moved > 82 {
+			t.Errorf("%d objects moved to the fourth replica, want 75 ± 10 %%", moved)
+		}
+		t.Logf("the fourth replica took %d objects", moved)
+		for _, name := range names {
+			if got := r.det.creates(name); len(got) != 1 {
+				t.Errorf("%s: create handler ran on %v after the move, want once", name, got)
+			}
+		}
+	})
+
+	t.Run("a replica that leaves gives its objects to the others", func(t *testing.T) {
+		owned, _, _ := r.owners()
+		r.stop("b")
+		r.waitSettled(names, time.Minute)
+		after, _, _ := r.owners()
+		for _, name := range names {
+			if owned[name] != member("b") && after[name] != owned[name] {
+				t.Errorf("%s moved from %s, which did not leave", name, r.replicaOf(owned[name]))
+			}
+		}
+	})
+
+	t.Run("every deletion completes", func(t *testing.T) {
+		r.parallel(names, func(name string) error {
+			return client.IgnoreNotFound(env.Client.Delete(context.Background(), r.object(name)))
+		})
+		kopftest.Eventually(t, "every object is gone", time.Minute, func() bool {
+			for _, name := range names {
+				err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(r.object(name)), r.object(name))
+				if !apierrors.IsNotFound(err) {
+					return false
+				}
+			}
+			return true
+		})
+		for _, name := range names {
+			if n := r.det.deletions(name); n != 1 {
+				t.Errorf("%s: delete handler succeeded %d times, want once", name, n)
+			}
+			if hosts := r.det.daemonHosts(name); len(hosts) > 0 {
+				t.Errorf("%s: daemons still run on %v after the deletion", name, hosts)
+			}
+		}
+	})
+
+	if o := r.det.overlapping(); len(o) > 0 {
+		t.Errorf("%d overlapping executions, e.g. %s", len(o), o[0])
+	}
+}
