@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/ring"
 )
 
@@ -78,6 +79,36 @@ func (m *membership) Start(ctx context.Context) error {
 	}
 	leave()
 	return <-result
+}
+
+// whileThawed runs a runnable only while the operator is not frozen: a
+// freeze stops it (its context ends), and the thaw starts it again. The
+// assigner runs so, because a frozen ring writes nothing to objects, not
+// even their owner labels.
+type whileThawed struct {
+	manager.Runnable
+	toggle *freeze.Toggle
+}
+
+func (w whileThawed) NeedLeaderElection() bool { return false }
+
+func (w whileThawed) Start(ctx context.Context) error {
+	for {
+		if err := w.toggle.WaitFor(ctx, false); err != nil {
+			return nil
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			if w.toggle.WaitFor(runCtx, true) == nil {
+				cancel()
+			}
+		}()
+		err := w.Runnable.Start(runCtx)
+		cancel()
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 // serviceAccountNamespace is where a pod finds the namespace it runs in.

@@ -114,7 +114,7 @@ func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnabl
 		return nil, fmt.Errorf("assign the objects of the ring %q: %w", s.Sharding.Ring, err)
 	}
 	m := &membership{member: member}
-	out := []manager.Runnable{m, assigner}
+	out := []manager.Runnable{m, whileThawed{Runnable: assigner, toggle: eng.toggle}}
 	for _, r := range runnables {
 		switch r {
 		case eng, eng.sup:

@@ -42,6 +42,9 @@ type testRing struct {
 	// handlerTime is how long create and update handlers take: long
 	// enough that an overlap would be seen.
 	handlerTime time.Duration
+	// peering makes the replicas take part in peering, through the
+	// peering object "default" of the ring's namespace.
+	peering bool
 	// register adds a test's own handlers to a replica's registry.
 	register func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string)
 }
@@ -77,7 +80,7 @@ func (r *testRing) start(name string) *replica {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = cut.wrap
 	op := env.NewOperatorOn(r.t, cfg, r.ns, reg, handlers.Options{
-		Identity: identity(name), Standalone: true, ShutdownGrace: 5 * time.Second,
+		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second,
 		Sharding: handlers.Sharding{Ring: ringName, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod},
 	})
 	op.Start(r.t)
