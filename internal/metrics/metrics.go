@@ -27,6 +27,8 @@ const (
 	DaemonStops        = "kopf_daemon_stops_total"
 	WebhookCalls       = "kopf_webhook_calls_total"
 	OperatorFrozen     = "kopf_operator_frozen"
+	ShardMembers       = "kopf_shard_members"
+	ShardObjects       = "kopf_shard_objects"
 )
 
 // Names of the labels.
@@ -38,6 +40,7 @@ const (
 	LabelReason   = "reason"
 	LabelType     = "type"
 	LabelIdentity = "identity"
+	LabelRing     = "ring"
 )
 
 // Causes of daemons' and timers' calls, beside Kopf's change causes
@@ -56,7 +59,7 @@ func Kind(gvk schema.GroupVersionKind) string { return gvk.GroupKind().String() 
 // collectors are every metric of this package.
 func collectors() []prometheus.Collector {
 	return []prometheus.Collector{invocations, durations, objectsRetrying, objectsFailed,
-		daemonsRunning, daemonsStopping, daemonStops, webhookCalls, frozen}
+		daemonsRunning, daemonsStopping, daemonStops, webhookCalls, frozen, shardMembers, shardObjects}
 }
 
 var (

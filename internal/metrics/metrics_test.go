@@ -15,13 +15,13 @@ import (
 // TestNames pins the wire names: dashboards and alerts use them.
 func TestNames(t *testing.T) {
 	got := []string{HandlerInvocations, HandlerDuration, ObjectsRetrying, ObjectsFailed, DaemonsRunning,
-		DaemonsStopping, DaemonStops, WebhookCalls, OperatorFrozen,
-		LabelKind, LabelHandler, LabelCause, LabelOutcome, LabelReason, LabelType, LabelIdentity,
+		DaemonsStopping, DaemonStops, WebhookCalls, OperatorFrozen, ShardMembers, ShardObjects,
+		LabelKind, LabelHandler, LabelCause, LabelOutcome, LabelReason, LabelType, LabelIdentity, LabelRing,
 		CauseDaemon, CauseTimer, WebhookAllowed, WebhookDenied, WebhookError}
 	want := []string{"kopf_handler_invocations_total", "kopf_handler_duration_seconds", "kopf_objects_retrying",
 		"kopf_objects_failed", "kopf_daemons_running", "kopf_daemons_stopping", "kopf_daemon_stops_total",
-		"kopf_webhook_calls_total", "kopf_operator_frozen",
-		"kind", "handler", "cause", "outcome", "reason", "type", "identity",
+		"kopf_webhook_calls_total", "kopf_operator_frozen", "kopf_shard_members", "kopf_shard_objects",
+		"kind", "handler", "cause", "outcome", "reason", "type", "identity", "ring",
 		"daemon", "timer", "allowed", "denied", "error"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("names -want +got:\n%s", diff)
@@ -37,6 +37,9 @@ func TestConventions(t *testing.T) {
 	DaemonExited("Lint.test", "h", "DONE", true)
 	WebhookCalled("Lint.test", "validating", "h", WebhookAllowed)
 	Objects("Lint.test")
+	ShardMembersLive("lint", 3)
+	ShardObjectsOf("lint", "Lint.test").Set(1)
+	defer ForgetShard("lint")
 	defer WatchFrozen("lint", frozenState{})()
 	for _, c := range collectors() {
 		problems, err := testutil.CollectAndLint(c)

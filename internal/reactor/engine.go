@@ -24,6 +24,7 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
@@ -307,6 +308,9 @@ func (e *engine) summarizeShard(ctx context.Context) error {
 			return nil
 		case <-ticker.C():
 			e.shard.summarize(e.log)
+			for _, r := range e.kinds {
+				metrics.ShardObjectsOf(e.shard.ring, r.kindLabel).Set(float64(r.memories.size()))
+			}
 		}
 	}
 }

@@ -67,6 +67,8 @@ type operatorMetrics struct {
 	kinds    []*reconciler
 	identity string
 	toggle   *freeze.Toggle
+	// ring is the replica's ring, if it is a member of one.
+	ring string
 }
 
 func (m *operatorMetrics) NeedLeaderElection() bool { return false }
@@ -76,6 +78,9 @@ func (m *operatorMetrics) Start(ctx context.Context) error {
 	<-ctx.Done()
 	for _, r := range m.kinds {
 		r.memories.release()
+	}
+	if m.ring != "" {
+		metrics.ForgetShard(m.ring)
 	}
 	unwatch()
 	return nil

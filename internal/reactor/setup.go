@@ -74,7 +74,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	if err != nil {
 		return nil, err
 	}
-	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle}
+	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle, ring: s.Sharding.Ring}
 	runnables := []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics}
 	if eng.shard != nil {
 		if runnables, err = ringRunnables(mgr, eng, runnables, s); err != nil {
@@ -109,6 +109,7 @@ func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnabl
 		Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace, Identity: s.Peering.Identity,
 		LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline, RenewPeriod: s.Sharding.RenewPeriod,
 		Kinds: kinds, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),
+		OnMembers: func(live []string) { metrics.ShardMembersLive(s.Sharding.Ring, len(live)) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("assign the objects of the ring %q: %w", s.Sharding.Ring, err)

@@ -41,8 +41,9 @@ type AssignerSettings struct {
 	// Clock times the members' liveness (real by default).
 	Clock  clock.WithTicker
 	Logger logr.Logger
-	// OnMembers, if set, is told the live members whenever they change,
-	// while this replica is the assigner.
+	// OnMembers, if set, is told the live members whenever they change
+	// while this replica is the assigner, and none when it stops being
+	// the assigner.
 	OnMembers func(live []string)
 }
 
@@ -182,6 +183,9 @@ func (a *Assigner) lead(ctx, leading context.Context) error {
 	defer context.AfterFunc(leading, cancel)()
 	a.s.Logger.Info("This replica is the ring's assigner.", "identity", a.s.Identity)
 	defer a.s.Logger.Info("This replica is no longer the ring's assigner.")
+	if a.s.OnMembers != nil {
+		defer a.s.OnMembers(nil) // the next assigner reports them
+	}
 	return a.assign(ctx)
 }
 
