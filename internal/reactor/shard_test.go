@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -15,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/ring"
 )
 
@@ -119,5 +123,83 @@ func TestMembershipLeavesAfterTheEngine(t *testing.T) {
 	}
 	if err := c.Get(context.Background(), key, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Lease is still there after the engine stopped: %v", err)
+	}
+}
+
+// handingOver is a reconciler of ConfigMaps in the ring "main" as member
+// m-a, writing to c.
+func handingOver(t *testing.T, c client.Client, watching bool) *reconciler {
+	kind := &registry.Kind{}
+	if watching {
+		kind.Watching = []*registry.EventHandler{{}}
+	}
+	w := &writer{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), clients: &clients{direct: c},
+		status: fixedProbe(false), timeout: writeTimeout}
+	sup := daemons.New(daemons.Settings{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = sup.Start(ctx)
+	})
+	return &reconciler{kindObjects: kindObjects{kind: kind, gvk: w.gvk}, writer: w, sup: sup, shard: newShard("main", "m-a")}
+}
+
+// The owner that lets go moves the label to the next member and drops
+// the request, and remembers, for its on-event handlers, that the
+// object's coming DELETED event is no deletion.
+func TestHandOverMovesTheLabel(t *testing.T) {
+	fc := fake.NewClientBuilder().WithObjects(shardObject("m-a", "m-b")).Build()
+	r := handingOver(t, fc, true)
+	obj := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, obj); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetUID("uid-x")
+	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: obj, mem: &memory{}}, "m-b")
+	if err != nil || result != (reconcile.Result{}) {
+		t.Fatalf("handOver() = %v, %v; want done", result, err)
+	}
+	got := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if owner, next := got.Labels["shard.kopf.dev/main"], got.Annotations["shard.kopf.dev/main-next"]; owner != "m-b" || next != "" {
+		t.Errorf("after the handover: owner %q, request %q; want m-b and none", owner, next)
+	}
+	if n := r.shard.released.Load(); n != 1 {
+		t.Errorf("released count = %d, want 1", n)
+	}
+	if !r.shard.wasHandedOver("uid-x") || r.shard.wasHandedOver("uid-x") {
+		t.Errorf("the handed-over object is not remembered exactly once for its DELETED event")
+	}
+}
+
+// An owner that let go of an object in an old version writes nothing: the
+// object changed since, and the next cycle looks at it again.
+func TestHandOverOfAStaleObjectIsRetried(t *testing.T) {
+	fc := fake.NewClientBuilder().WithObjects(shardObject("m-a", "m-b")).Build()
+	r := handingOver(t, fc, false)
+	stale := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, stale); err != nil {
+		t.Fatal(err)
+	}
+	changed := stale.DeepCopy()
+	changed.Data = map[string]string{"changed": "meanwhile"}
+	if err := fc.Update(context.Background(), changed); err != nil {
+		t.Fatal(err)
+	}
+	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: stale, mem: &memory{}}, "m-b")
+	if err != nil || !result.Requeue {
+		t.Fatalf("handOver() of a stale object = %v, %v; want a retry", result, err)
+	}
+	got := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if owner := got.Labels["shard.kopf.dev/main"]; owner != "m-a" {
+		t.Errorf("the stale handover moved the label to %q", owner)
+	}
+	if n := r.shard.released.Load(); n != 0 {
+		t.Errorf("released count = %d after a conflict, want 0", n)
 	}
 }
