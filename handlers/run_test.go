@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
@@ -43,6 +44,7 @@ func TestParseFlags(t *testing.T) {
 		{"debug is verbose", []string{"--debug"}, Flags{Verbose: true}, false},
 		{"metrics as kubebuilder names the flag", []string{"--metrics-bind-address", ":8080"}, Flags{MetricsBindAddress: ":8080"}, false},
 		{"metrics off", []string{"--metrics-bind-address=0"}, Flags{MetricsBindAddress: "0"}, false},
+		{"a shard ring", []string{"--shard-ring=main"}, Flags{ShardRing: "main"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,5 +115,18 @@ func TestMetricsAddress(t *testing.T) {
 				t.Errorf("metricsAddress() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// The command line's ring joins the options' sharding settings and wins
+// over their ring; the rest of the settings stay.
+func TestWithFlagsShardRing(t *testing.T) {
+	opts := Options{Sharding: Sharding{Ring: "from-options", LeaseDuration: 30 * time.Second}}
+	got := withFlags(opts, Flags{ShardRing: "from-flags"}).Sharding
+	if want := (Sharding{Ring: "from-flags", LeaseDuration: 30 * time.Second}); got != want {
+		t.Errorf("withFlags() sharding = %+v, want %+v", got, want)
+	}
+	if got := withFlags(opts, Flags{}).Sharding.Ring; got != "from-options" {
+		t.Errorf("withFlags() without --shard-ring: ring %q, want the options' own", got)
 	}
 }

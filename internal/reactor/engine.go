@@ -49,8 +49,9 @@ type engine struct {
 	settings Settings
 	// shard is this replica's place in its ring; nil: not sharded.
 	shard *shard
-	// directClient writes to the API server without a cache.
-	directClient client.Client
+	// leaseClient writes the member's Lease: it is the direct client
+	// without the bound of a ring member's writes to objects.
+	leaseClient client.Client
 	// started: the startup handlers have finished.
 	started atomic.Bool
 	log     logr.Logger

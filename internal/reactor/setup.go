@@ -95,7 +95,9 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 // its role.
 func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnable, s Settings) ([]manager.Runnable, error) {
 	log := mgr.GetLogger().WithName("ring")
-	member, err := ring.NewMember(eng.directClient, ring.Settings{Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace,
+	// The Lease is written without the bound of the member's writes: it
+	// is what extends them.
+	member, err := ring.NewMember(eng.leaseClient, ring.Settings{Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace,
 		Identity: s.Peering.Identity, LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline,
 		RenewPeriod: s.Sharding.RenewPeriod, Clock: s.Clock, Logger: log})
 	if err != nil {
@@ -114,6 +116,7 @@ func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnabl
 	if err != nil {
 		return nil, fmt.Errorf("assign the objects of the ring %q: %w", s.Sharding.Ring, err)
 	}
+	eng.shard.lease = member
 	m := &membership{member: member}
 	out := []manager.Runnable{m, whileThawed{Runnable: assigner, toggle: eng.toggle}}
 	for _, r := range runnables {
@@ -148,6 +151,15 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 	if wrap == nil {
 		wrap = func(c client.Client) client.Client { return c }
 	}
+	var sh *shard
+	if s.Sharding.Ring != "" {
+		sh = newShard(s.Sharding.Ring, sharding.MemberName(s.Peering.Identity))
+		inner := wrap
+		wrap = func(c client.Client) client.Client {
+			return &leaseBound{Client: inner(c), until: sh.writableUntil, clock: s.Clock}
+		}
+	}
+	plain := direct
 	direct = wrap(direct)
 	sup := daemons.New(daemons.Settings{
 		ShutdownGrace:  s.ShutdownGrace,
@@ -160,13 +172,9 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 		Local:          posting.Local,
 		Observer:       daemonMetrics{},
 	})
-	var sh *shard
-	if s.Sharding.Ring != "" {
-		sh = newShard(s.Sharding.Ring, sharding.MemberName(s.Peering.Identity))
-	}
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
 		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces, sh),
-		shard: sh, directClient: direct}
+		shard: sh, leaseClient: plain}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {

@@ -3,6 +3,7 @@ package reactor
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,6 +26,17 @@ type shard struct {
 	// handed are the uids of objects handed over whose DELETED event (the
 	// object leaving the cache) is still to come.
 	handed sync.Map
+	// lease is the member's Lease, which bounds its writes (set before
+	// the manager starts).
+	lease *ring.Member
+}
+
+// writableUntil is when this member's writes to objects must have ended.
+func (s *shard) writableUntil() time.Time {
+	if s.lease == nil {
+		return time.Time{}
+	}
+	return s.lease.WritableUntil()
 }
 
 func newShard(ringName, member string) *shard {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -110,6 +111,21 @@ type Member struct {
 	// joined: the Lease was written once; from then on, a missing Lease
 	// means someone deleted it, not that there is none yet.
 	joined bool
+	// writable is WritableUntil, in Unix nanoseconds; 0 before joining.
+	writable atomic.Int64
+}
+
+// WritableUntil is the moment until which no other member can have taken
+// this member's objects over: a lease duration after the start of its
+// last successful renewal, by its own clock. The zero time before it has
+// joined. Writes to objects must end before it (sharding.md, "The
+// guarantee"): a write delayed past it could land after another member
+// has started on the object.
+func (m *Member) WritableUntil() time.Time {
+	if n := m.writable.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // NewMember prepares the membership; c writes the Lease.
@@ -142,10 +158,14 @@ func (m *Member) Start(ctx context.Context) error {
 	defer ticker.Stop()
 	last := m.s.Clock.Now() // the deadline of the first renewal counts from the start
 	for {
+		begin := m.s.Clock.Now()
 		err := m.renew(ctx)
 		switch {
 		case err == nil:
 			last = m.s.Clock.Now()
+			// Others count the member live for a lease duration from when
+			// they see this renewal, which is after it was sent.
+			m.writable.Store(begin.Add(m.s.LeaseDuration).UnixNano())
 		case ctx.Err() != nil:
 			return m.leave(ctx)
 		case errors.Is(err, ErrLeaseDeleted):

@@ -85,6 +85,9 @@ func TestMemberHoldsItsLease(t *testing.T) {
 	fc := clocktesting.NewFakeClock(t0)
 	c := fake.NewClientBuilder().Build()
 	m, cancel, result := started(t, c, settings(fc))
+	if !m.WritableUntil().IsZero() && !m.WritableUntil().Equal(t0.Add(DefaultLeaseDuration)) {
+		t.Errorf("WritableUntil() = %v before the first renewal's end", m.WritableUntil())
+	}
 
 	eventually(t, "the Lease is created", renewedAt(t, c, m, t0))
 	lease, _ := leaseOf(t, c, m)
@@ -101,8 +104,15 @@ func TestMemberHoldsItsLease(t *testing.T) {
 		t.Errorf("Lease name = %q, want %q", m.LeaseName(), want)
 	}
 
+	eventually(t, "the member may write", func() bool { return m.WritableUntil().Equal(t0.Add(DefaultLeaseDuration)) })
+
 	fc.Step(DefaultRenewPeriod)
 	eventually(t, "the Lease is renewed", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
+	// Each renewal extends the member's writes by a lease duration from
+	// when it was sent.
+	eventually(t, "the writes are extended", func() bool {
+		return m.WritableUntil().Equal(t0.Add(DefaultRenewPeriod + DefaultLeaseDuration))
+	})
 
 	cancel()
 	if err := result(); err != nil {
