@@ -24,51 +24,36 @@ type leaseBound struct {
 	clock clock.PassiveClock
 }
 
-// bound gives the write's context the membership's deadline.
-func (l *leaseBound) bound(ctx context.Context) (context.Context, context.CancelFunc, error) {
+// do runs one write with the membership's deadline, or refuses it.
+func (l *leaseBound) do(ctx context.Context, write func(context.Context) error) error {
 	until := l.until()
 	left := until.Sub(l.clock.Now())
 	if until.IsZero() || left <= 0 {
-		return ctx, func() {}, errMembershipExpired
+		return errMembershipExpired
 	}
 	ctx, cancel := context.WithTimeout(ctx, left)
-	return ctx, cancel, nil
+	defer cancel()
+	return write(ctx)
 }
 
 func (l *leaseBound) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	ctx, cancel, err := l.bound(ctx)
-	defer cancel()
-	if err != nil {
-		return err
-	}
-	return l.Client.Create(ctx, obj, opts...)
+	return l.do(ctx, func(ctx context.Context) error { return l.Client.Create(ctx, obj, opts...) })
 }
 
 func (l *leaseBound) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	ctx, cancel, err := l.bound(ctx)
-	defer cancel()
-	if err != nil {
-		return err
-	}
-	return l.Client.Update(ctx, obj, opts...)
+	return l.do(ctx, func(ctx context.Context) error { return l.Client.Update(ctx, obj, opts...) })
 }
 
 func (l *leaseBound) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	ctx, cancel, err := l.bound(ctx)
-	defer cancel()
-	if err != nil {
-		return err
-	}
-	return l.Client.Patch(ctx, obj, p, opts...)
+	return l.do(ctx, func(ctx context.Context) error { return l.Client.Patch(ctx, obj, p, opts...) })
 }
 
 func (l *leaseBound) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	ctx, cancel, err := l.bound(ctx)
-	defer cancel()
-	if err != nil {
-		return err
-	}
-	return l.Client.Delete(ctx, obj, opts...)
+	return l.do(ctx, func(ctx context.Context) error { return l.Client.Delete(ctx, obj, opts...) })
+}
+
+func (l *leaseBound) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	return l.do(ctx, func(ctx context.Context) error { return l.Client.DeleteAllOf(ctx, obj, opts...) })
 }
 
 func (l *leaseBound) Status() client.SubResourceWriter { return l.SubResource("status") }
@@ -84,28 +69,13 @@ type leaseBoundSub struct {
 }
 
 func (s *leaseBoundSub) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	ctx, cancel, err := s.l.bound(ctx)
-	defer cancel()
-	if err != nil {
-		return err
-	}
-	return s.SubResourceClient.Create(ctx, obj, sub, opts...)
+	return s.l.do(ctx, func(ctx context.Context) error { return s.SubResourceClient.Create(ctx, obj, sub, opts...) })
 }
 
 func (s *leaseBoundSub) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	ctx, cancel, err := s.l.bound(ctx)
-	defer cancel()
-	if err != nil {
-		return err
-	}
-	return s.SubResourceClient.Update(ctx, obj, opts...)
+	return s.l.do(ctx, func(ctx context.Context) error { return s.SubResourceClient.Update(ctx, obj, opts...) })
 }
 
 func (s *leaseBoundSub) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	ctx, cancel, err := s.l.bound(ctx)
-	defer cancel()
-	if err != nil {
-		return err
-	}
-	return s.SubResourceClient.Patch(ctx, obj, p, opts...)
+	return s.l.do(ctx, func(ctx context.Context) error { return s.SubResourceClient.Patch(ctx, obj, p, opts...) })
 }
