@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +23,6 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
@@ -296,29 +294,6 @@ func (e *engine) recallGone(ctx context.Context, c cache.Cache) {
 		}
 	}
 }
-
-// summarizeShard logs, every few seconds while objects move, how many
-// entered and left this member's cache.
-func (e *engine) summarizeShard(ctx context.Context) error {
-	ticker := e.settings.Clock.NewTicker(shardSummaryInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			e.shard.summarize(e.log)
-			return nil
-		case <-ticker.C():
-			e.shard.summarize(e.log)
-			for _, r := range e.kinds {
-				metrics.ShardObjectsOf(e.shard.ring, r.kindLabel).Set(float64(r.memories.size()))
-			}
-		}
-	}
-}
-
-// shardSummaryInterval is how often the objects taken and released are
-// summed up in one log line: a rebalance moves them within seconds.
-const shardSummaryInterval = 5 * time.Second
 
 func collect(errs <-chan error) []error {
 	var out []error

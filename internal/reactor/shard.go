@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/ring"
 )
 
@@ -94,3 +96,26 @@ func (s *shard) summarize(log logr.Logger) {
 	}
 	log.Info("The shard of this replica changed.", "ring", s.ring, "member", s.member, "taken", taken, "released", released)
 }
+
+// summarizeShard logs, every few seconds while objects move, how many
+// entered and left this member's cache.
+func (e *engine) summarizeShard(ctx context.Context) error {
+	ticker := e.settings.Clock.NewTicker(shardSummaryInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			e.shard.summarize(e.log)
+			return nil
+		case <-ticker.C():
+			e.shard.summarize(e.log)
+			for _, r := range e.kinds {
+				metrics.ShardObjectsOf(e.shard.ring, r.kindLabel).Set(float64(r.memories.size()))
+			}
+		}
+	}
+}
+
+// shardSummaryInterval is how often the objects taken and released are
+// summed up in one log line: a rebalance moves them within seconds.
+const shardSummaryInterval = 5 * time.Second
