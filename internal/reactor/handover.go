@@ -38,7 +38,13 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.writer.timeout)
 	defer cancel()
+	// Marked before the write: the DELETED event of the object leaving
+	// the cache may come before the write's answer.
+	r.markHandedOver(c.obj.GetUID())
 	err := r.writer.send(ctx, c.obj, r.shard.acknowledgement(c.obj, next), false)
+	if err != nil {
+		r.shard.handed.Delete(c.obj.GetUID())
+	}
 	switch {
 	case apierrors.IsConflict(err):
 		c.local.V(1).Info("The object changed while it was being handed over; looking again.")
@@ -48,17 +54,17 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	r.handedOver(c.obj.GetUID())
+	r.shard.released.Add(1)
 	c.local.V(1).Info(fmt.Sprintf("Handed the object over to %s.", next))
 	return reconcile.Result{}, nil
 }
 
-// handedOver counts an object handed over and, for kinds with on-event
-// handlers, remembers it until its DELETED event: the object leaves this
+// markHandedOver remembers, for kinds with on-event handlers, an object
+// being handed over until its DELETED event: the object leaves this
 // member's cache, but it was not deleted, so those handlers do not hear
-// of it.
-func (r *reconciler) handedOver(uid types.UID) {
-	r.shard.released.Add(1)
+// of it. (An object without this operator's finalizer that is deleted
+// for real in the instant of its handover is not heard of either.)
+func (r *reconciler) markHandedOver(uid types.UID) {
 	if len(r.kind.Watching) > 0 {
 		r.shard.handed.Store(uid, struct{}{})
 	}

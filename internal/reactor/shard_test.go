@@ -178,7 +178,7 @@ func TestHandOverMovesTheLabel(t *testing.T) {
 // object changed since, and the next cycle looks at it again.
 func TestHandOverOfAStaleObjectIsRetried(t *testing.T) {
 	fc := fake.NewClientBuilder().WithObjects(shardObject("m-a", "m-b")).Build()
-	r := handingOver(t, fc, false)
+	r := handingOver(t, fc, true)
 	stale := &corev1.ConfigMap{}
 	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, stale); err != nil {
 		t.Fatal(err)
@@ -188,6 +188,7 @@ func TestHandOverOfAStaleObjectIsRetried(t *testing.T) {
 	if err := fc.Update(context.Background(), changed); err != nil {
 		t.Fatal(err)
 	}
+	stale.SetUID("uid-x")
 	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: stale, mem: &memory{}}, "m-b")
 	if err != nil || !result.Requeue {
 		t.Fatalf("handOver() of a stale object = %v, %v; want a retry", result, err)
@@ -201,5 +202,8 @@ func TestHandOverOfAStaleObjectIsRetried(t *testing.T) {
 	}
 	if n := r.shard.released.Load(); n != 0 {
 		t.Errorf("released count = %d after a conflict, want 0", n)
+	}
+	if r.shard.wasHandedOver(stale.GetUID()) {
+		t.Errorf("an object whose handover failed is taken as handed over")
 	}
 }

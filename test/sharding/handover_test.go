@@ -245,3 +245,55 @@ func (ch *churn) deletedNames() []string {
 	}
 	return out
 }
+
+// An object handed over leaves the old owner's cache with a DELETED watch
+// event; its on-event handlers hear nothing of it, since it was not
+// deleted. A real deletion is heard, by the owner.
+func TestOnEventHandlersHearNoHandover(t *testing.T) {
+	kopftest.NoLeaks(t)
+	r := newRing(t)
+	var mu sync.Mutex
+	deletedOn := map[string][]string{}
+	r.register = func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
+		handlers.OnEvent(res, "events", func(ctx context.Context, obj *unstructured.Unstructured, e *handlers.RawEvent) (any, error) {
+			if e.Type == "DELETED" {
+				mu.Lock()
+				deletedOn[obj.GetName()] = append(deletedOn[obj.GetName()], name)
+				mu.Unlock()
+			}
+			return nil, nil
+		})
+	}
+	deleted := func(name string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), deletedOn[name]...)
+	}
+	r.start("a")
+	names := r.createObjects(20)
+	r.waitSettled(names, time.Minute)
+	r.start("b")
+	r.waitSettled(names, time.Minute)
+	owner, _, _ := r.owners()
+	moved := 0
+	for _, name := range names {
+		if owner[name] == member("b") {
+			moved++
+		}
+		if got := deleted(name); len(got) > 0 {
+			t.Errorf("%s: on-event handlers heard DELETED on %v, but it was only handed over", name, got)
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no object moved to b: the test proves nothing")
+	}
+	victim := names[0]
+	want := r.replicaOf(owner[victim])
+	if err := env.Client.Delete(context.Background(), r.object(victim)); err != nil {
+		t.Fatal(err)
+	}
+	kopftest.Eventually(t, "the deletion is heard", 30*time.Second, func() bool { return len(deleted(victim)) > 0 })
+	if got := deleted(victim); len(got) != 1 || got[0] != want {
+		t.Errorf("the deletion of %s was heard on %v, want once on its owner %s", victim, got, want)
+	}
+}
