@@ -40,8 +40,8 @@ func main() {
 // activity in this one. It returns once both have finished.
 func run(args []string) error {
 	// The program takes the runner's command line (--namespace,
-	// --standalone, --verbose, --kubeconfig, ...), but runs the manager
-	// itself.
+	// --standalone, --verbose, --kubeconfig, --shard-ring, ...), but runs
+	// the manager itself.
 	flags, err := handlers.ParseFlags(args)
 	if err != nil {
 		return err
@@ -80,6 +80,7 @@ func run(args []string) error {
 		Standalone: flags.Standalone,
 		Peering:    flags.Peering,
 		Priority:   flags.Priority,
+		Sharding:   handlers.Sharding{Ring: flags.ShardRing},
 	}); err != nil {
 		return err
 	}
