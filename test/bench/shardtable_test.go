@@ -146,7 +146,7 @@ func throughputRows(r shardingResults, row func(...string), yes func(bool) strin
 		ceiling = r.ceiling.perSecond()
 	}
 	rates, ratios := []string{fmt.Sprintf("handled objects/s, create handler %s, 16 workers per replica, %d objects",
-		handlerDelay, r.sizes.throughput)}, []string{"× 1 replica's"}
+		*handlerDelay, r.sizes.throughput)}, []string{"× 1 replica's"}
 	ok := true
 	for _, n := range ringSizes {
 		f, ran := r.throughput[n]
