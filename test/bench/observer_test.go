@@ -32,6 +32,8 @@ type observer struct {
 	atLeast [maxCounter + 1]int
 	gone    int
 	waiters []*waiter
+	// ring, if set, follows the objects' owners in a shard ring too.
+	ring *ringView
 }
 
 type waiter struct {
@@ -43,6 +45,13 @@ type waiter struct {
 // last-handled annotation.
 func observe(tb testing.TB, namespace, annotation string) *observer {
 	tb.Helper()
+	return observeWith(tb, namespace, annotation, nil)
+}
+
+// observeWith starts watching the namespace, following the owners of a
+// shard ring too if ring is set.
+func observeWith(tb testing.TB, namespace, annotation string, ring *ringView) *observer {
+	tb.Helper()
 	c, err := cache.New(driverConfig(), cache.Options{Scheme: scheme(tb),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}}})
 	if err != nil {
@@ -52,7 +61,7 @@ func observe(tb testing.TB, namespace, annotation string) *observer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	o := &observer{key: annotation, handled: map[string]int{}, done: make(chan struct{})}
+	o := &observer{key: annotation, handled: map[string]int{}, done: make(chan struct{}), ring: ring}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.seen(obj) },
 		UpdateFunc: func(_, obj any) { o.seen(obj) },
@@ -95,6 +104,9 @@ func (o *observer) seen(obj any) {
 	}
 	o.set(prev, counter)
 	o.handled[e.Name] = counter
+	if o.ring != nil {
+		o.ring.seen(e)
+	}
 	o.check()
 }
 
@@ -111,6 +123,9 @@ func (o *observer) deleted(obj any) {
 	if prev, present := o.handled[e.Name]; present {
 		o.set(prev, -1)
 		delete(o.handled, e.Name)
+	}
+	if o.ring != nil {
+		o.ring.gone(e.Name)
 	}
 	o.gone++
 	o.check()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,7 +31,8 @@ type operatorProcess struct {
 
 // profiles, if set, is a directory where every operator run leaves its
 // CPU profile, <namespace>-<variant>.cpu, and the memory workloads a heap
-// profile, <namespace>-<variant>.heap, of the moment memory is measured.
+// profile, <namespace>-<variant>.heap, of the moment memory is measured;
+// a shard ring's replicas add their identity: <namespace>-<variant>-<identity>.
 var profiles = flag.String("profiles", "", "write each operator run's CPU and heap profiles into this directory")
 
 // verbose shows each operator's output (its stderr and stdout, not its
@@ -53,7 +53,12 @@ const heapProfiled = "--heap-profiled"
 
 func startOperator(tb testing.TB, variant, namespace string, extra ...string) *operatorProcess {
 	tb.Helper()
-	log := filepath.Join(fixtures.tmp, fmt.Sprintf("%s-%s.log", namespace, variant))
+	// Replicas of one variant in one namespace differ by identity.
+	base := namespace + "-" + variant
+	if i := slices.Index(extra, "--identity"); i >= 0 && i+1 < len(extra) {
+		base += "-" + extra[i+1]
+	}
+	log := filepath.Join(fixtures.tmp, base+".log")
 	args := []string{"--variant", variant, "--namespace", namespace, "--log", log}
 	for _, arg := range extra {
 		if arg != heapProfiled {
@@ -62,10 +67,10 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 	}
 	args = append(args, strings.Fields(*operatorFlags)...)
 	if *profiles != "" {
-		base := filepath.Join(*profiles, namespace+"-"+variant)
-		args = append(args, "--cpuprofile", base+".cpu")
+		profile := filepath.Join(*profiles, base)
+		args = append(args, "--cpuprofile", profile+".cpu")
 		if slices.Contains(extra, heapProfiled) {
-			args = append(args, "--heapprofile", base+".heap")
+			args = append(args, "--heapprofile", profile+".heap")
 		}
 	}
 	proc, err := testenv.StartProcess(fixtures.operator, args, []string{"KUBECONFIG=" + fixtures.kubeconfig})

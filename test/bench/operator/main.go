@@ -51,6 +51,12 @@ type config struct {
 	logFile   string
 	profile   string
 	heap      string
+	// shardRing, identity and handlerDelay are the quick start's only:
+	// a member of a shard ring, its identity, and how long its create
+	// handler waits (simulated I/O).
+	shardRing    string
+	identity     string
+	handlerDelay time.Duration
 }
 
 func run() error {
@@ -58,10 +64,13 @@ func run() error {
 	flag.StringVar(&c.variant, "variant", "kopf", "kopf (kopf-go's engine, typed, in a manager), forkind (the README's quick start: ForKind, unstructured, the standalone runner), baseline (the hand-written reconciler) or baseline-unstructured (the same for unstructured objects)")
 	flag.StringVar(&c.namespace, "namespace", "default", "the namespace to serve")
 	flag.IntVar(&c.workers, "workers", 16, "objects handled at once (MaxConcurrentReconciles)")
-	flag.BoolVar(&c.daemons, "daemons", false, "kopf only: a daemon for every object")
+	flag.BoolVar(&c.daemons, "daemons", false, "kopf and forkind only: a daemon for every object")
 	flag.StringVar(&c.logFile, "log", "", "write the log here (JSON lines at info level); none if empty")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
 	flag.StringVar(&c.heap, "heapprofile", "", "write a heap profile here whenever /stats?gc=1 is read")
+	flag.StringVar(&c.shardRing, "shard-ring", "", "forkind only: be a member of this shard ring (the runner's --shard-ring)")
+	flag.StringVar(&c.identity, "identity", "", "forkind only: the replica's identity (Options.Identity; its member name in the ring is a hash of it)")
+	flag.DurationVar(&c.handlerDelay, "handler-delay", 0, "forkind only: the create handler waits this long (simulated I/O), or until its context ends")
 	klog.InitFlags(nil) // -v=N shows client-go's own log lines on stderr
 	flag.Parse()
 
@@ -114,11 +123,14 @@ func run() error {
 		return err
 	}
 	server := &http.Server{Handler: statsHandler(counter, rec, c.heap), ReadHeaderTimeout: 10 * time.Second}
+	// The driver reads a stopped operator's last stats here: a replica
+	// that leaves a ring makes requests until it has exited.
+	defer printFinalStats(counter, rec)
 	if c.variant == "forkind" {
-		if c.daemons {
-			return errors.New("--daemons is for the kopf variant only")
-		}
 		return serveBeside(server, listener, func() error { return runQuickStart(ctx, cfg, c, rec) })
+	}
+	if c.shardRing != "" || c.identity != "" || c.handlerDelay != 0 {
+		return errors.New("--shard-ring, --identity and --handler-delay are for the forkind variant only")
 	}
 
 	scheme := runtime.NewScheme()
@@ -145,7 +157,7 @@ func run() error {
 		err = setupKopf(mgr, c, rec)
 	case "baseline", "baseline-unstructured":
 		if c.daemons {
-			return errors.New("--daemons is for the kopf variant only")
+			return errors.New("--daemons is for the kopf and forkind variants only")
 		}
 		if c.variant == "baseline" {
 			err = setupBaseline(mgr, c, rec)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"runtime"
@@ -29,32 +30,52 @@ func statsHandler(counter *requests.Counter, rec *recorder, heapProfile string) 
 				}
 			}
 		}
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		s := stats.Stats{Requests: counter.Counts(), Goroutines: runtime.NumGoroutine(), Daemons: rec.daemons.Load()}
-		rec.mu.Lock()
-		s.Calls = make(map[string]int, len(rec.calls))
-		for k, v := range rec.calls {
-			s.Calls[k] = v
-		}
-		s.Stale = rec.stale
-		if req.URL.Query().Get("first") == "1" {
-			s.FirstCreate = make(map[string]int64, len(rec.firstCreate))
-			for k, v := range rec.firstCreate {
-				s.FirstCreate[k] = v
-			}
-		}
-		rec.mu.Unlock()
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-			s.CPU = seconds(ru.Utime) + seconds(ru.Stime)
-		}
-		s.HeapInuse, s.HeapAlloc, s.StackInuse = m.HeapInuse, m.HeapAlloc, m.StackInuse
-		s.TotalAlloc, s.Mallocs = m.TotalAlloc, m.Mallocs
-		s.RSS = residentBytes()
+		s := collect(counter, rec, req.URL.Query().Get("first") == "1")
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s)
 	})
+}
+
+// collect reads the stats; first adds the create handler's first calls.
+func collect(counter *requests.Counter, rec *recorder, first bool) stats.Stats {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	s := stats.Stats{Requests: counter.Counts(), Goroutines: runtime.NumGoroutine(), Daemons: rec.daemons.Load()}
+	rec.mu.Lock()
+	s.Calls = make(map[string]int, len(rec.calls))
+	for k, v := range rec.calls {
+		s.Calls[k] = v
+	}
+	s.Stale = rec.stale
+	if first {
+		s.FirstCreate = make(map[string]int64, len(rec.firstCreate))
+		for k, v := range rec.firstCreate {
+			s.FirstCreate[k] = v
+		}
+	}
+	rec.mu.Unlock()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		s.CPU = seconds(ru.Utime) + seconds(ru.Stime)
+	}
+	s.HeapInuse, s.HeapAlloc, s.StackInuse = m.HeapInuse, m.HeapAlloc, m.StackInuse
+	s.TotalAlloc, s.Mallocs = m.TotalAlloc, m.Mallocs
+	s.RSS = residentBytes()
+	return s
+}
+
+// finalStatsPrefix starts the line with the stats that the operator
+// prints as it exits.
+const finalStatsPrefix = "final stats "
+
+// printFinalStats prints the stats as one line on stdout, for the driver
+// to read after the operator has exited.
+func printFinalStats(counter *requests.Counter, rec *recorder) {
+	b, err := json.Marshal(collect(counter, rec, false))
+	if err != nil {
+		return
+	}
+	fmt.Printf("%s%s\n", finalStatsPrefix, b)
 }
 
 func seconds(tv syscall.Timeval) float64 {

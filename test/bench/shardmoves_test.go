@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kopf-go/kopf/test/bench/internal/kex"
+)
+
+// rebalanceFigures are what one rebalance of a ring cost.
+type rebalanceFigures struct {
+	replicasBefore, replicasAfter int
+	// expected is how many objects the hashing moves; moved how many
+	// owner labels the observer saw change from one member to another.
+	expected, moved int
+	// took runs from the joining replica's start (the leaving one's
+	// SIGTERM) until every object is where the hashing puts it, with no
+	// handover pending.
+	took time.Duration
+	// requests are every replica's, the joining or leaving one's
+	// included, from just before the change until all are idle after it.
+	requests map[string]int
+}
+
+// ringRebalance has a ring of 3 replicas handle n objects, then starts a
+// 4th replica and lets the ring settle, then stops that one gracefully
+// and lets the ring settle again.
+func ringRebalance(tb testing.TB, n int) (join, leave rebalanceFigures) {
+	tb.Helper()
+	ns := fixtures.env.Namespace(tb)
+	driver := newClient(tb, nil)
+	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ringName))
+	r := newBenchRing(tb, ns)
+	r.start(3)
+	createAll(tb, driver, ns, n, bulkWorkers)
+	obs.await(tb, "all are handled", phaseTimeout, handledAll(n, 0))
+	obs.expect(r.members())
+	obs.await(tb, "all are placed among 3 replicas", phaseTimeout, placedAll(n))
+	r.settle()
+
+	join = rebalanceFigures{replicasBefore: 3, replicasAfter: 4}
+	before, moved := r.snapshot(false), obs.ringNow().moved
+	join.expected = obs.expect(append(r.members(), r.nextMember()))
+	begin := time.Now()
+	joiner := r.start(1)[0]
+	join.took = obs.await(tb, "all are placed among 4 replicas", phaseTimeout, placedAll(n)).Sub(begin)
+	r.settle()
+	join.requests = requestsBetween(before, r.snapshot(false))
+	join.moved = obs.ringNow().moved - moved
+
+	leave = rebalanceFigures{replicasBefore: 4, replicasAfter: 3}
+	before, moved = r.snapshot(false), obs.ringNow().moved
+	leave.expected = obs.expect(slices.DeleteFunc(r.members(), func(m string) bool { return m == joiner.member }))
+	begin = time.Now()
+	joiner.op.stop(tb)
+	r.remove(joiner)
+	leave.took = obs.await(tb, "all are placed among 3 replicas again", phaseTimeout, placedAll(n)).Sub(begin)
+	r.settle()
+	after := r.snapshot(false)
+	after[joiner.identity] = joiner.op.finalStats(tb)
+	leave.requests = requestsBetween(before, after)
+	leave.moved = obs.ringNow().moved - moved
+
+	deleteAll(tb, driver, obs, ns, n)
+	r.stopAll()
+	return join, leave
+}
+
+// objectWrites counts the writes to the sharded kind's objects.
+func objectWrites(counts map[string]int) int {
+	return countWhere(counts, func(verb, resource string) bool {
+		return isWriteVerb(verb) && strings.HasPrefix(resource, kex.Resource)
+	})
+}
+
+// leaseWrites counts the writes to Leases: members' renewals and the
+// assigner's election.
+func leaseWrites(counts map[string]int) int {
+	return countWhere(counts, func(verb, resource string) bool { return isWriteVerb(verb) && resource == "leases" })
+}
+
+// reads counts the requests that read: get, list and watch.
+func reads(counts map[string]int) int {
+	return countWhere(counts, func(verb, _ string) bool { return verb == "get" || verb == "list" || verb == "watch" })
+}
+
+func isWriteVerb(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+func countWhere(counts map[string]int, match func(verb, resource string) bool) int {
+	n := 0
+	for key, v := range counts {
+		if verb, resource, _ := strings.Cut(key, " "); match(verb, resource) {
+			n += v
+		}
+	}
+	return n
+}
+
+func (f rebalanceFigures) writesPerMoved() float64 {
+	if f.moved == 0 {
+		return 0
+	}
+	return float64(objectWrites(f.requests)) / float64(f.moved)
+}
+
+func (f rebalanceFigures) report(b *testing.B, what string) {
+	b.ReportMetric(float64(f.moved), what+"-moved")
+	b.ReportMetric(f.writesPerMoved(), what+"-object-writes/moved")
+	b.ReportMetric(float64(countWrites(f.requests)), what+"-writes")
+	b.ReportMetric(float64(reads(f.requests)), what+"-reads")
+	b.ReportMetric(f.took.Seconds(), what+"-s")
+	b.Logf("rebalance, %s (%d → %d replicas): %d objects moved (the hashing moves %d) in %.2f s; "+
+		"writes to objects %d (%.2f per moved object), to Leases %d, all writes %d; reads %d; requests of all replicas %s",
+		what, f.replicasBefore, f.replicasAfter, f.moved, f.expected, f.took.Seconds(),
+		objectWrites(f.requests), f.writesPerMoved(), leaseWrites(f.requests), countWrites(f.requests),
+		reads(f.requests), formatCounts(f.requests))
+}
+
+// takeoverFigures are one SIGKILLed replica's objects moving to the
+// others.
+type takeoverFigures struct {
+	// assigner tells whether the killed replica was the ring's assigner.
+	assigner       bool
+	replicasBefore int
+	objects        int // the killed replica's
+	// labelled runs from the SIGKILL until none of its objects is
+	// labelled with it any more; handled until every object's daemon runs
+	// on a live replica; elected, when the assigner was killed, until
+	// another replica said it is the assigner.
+	labelled, handled, elected time.Duration
+}
+
+// ringTakeover has a ring of 3 replicas, with a daemon for every object,
+// handle n objects; then it kills a replica that is not the assigner
+// with SIGKILL, and once the others run all daemons, it kills the
+// assigner.
+func ringTakeover(tb testing.TB, n int) []takeoverFigures {
+	tb.Helper()
+	ns := fixtures.env.Namespace(tb)
+	driver := newClient(tb, nil)
+	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ringName))
+	r := newBenchRing(tb, ns, "--daemons")
+	r.start(3)
+	createAll(tb, driver, ns, n, bulkWorkers)
+	obs.await(tb, "all are handled", phaseTimeout, handledAll(n, 0))
+	r.waitDaemons(n, phaseTimeout)
+	var out []takeoverFigures
+	for _, killAssigner := range []bool{false, true} {
+		assigner := r.assigner()
+		if assigner == nil {
+			tb.Fatal("no running replica is the ring's assigner")
+		}
+		victim := assigner
+		if !killAssigner {
+			victim = r.replicas[0]
+			if victim == assigner {
+				victim = r.replicas[1]
+			}
+		}
+		out = append(out, r.kill(obs, victim, n))
+	}
+	deleteAll(tb, driver, obs, ns, n)
+	r.stopAll()
+	return out
+}
+
+// kill sends SIGKILL to a replica and times its objects until they are
+// labelled with others and until their daemons run on others.
+func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures {
+	r.tb.Helper()
+	f := takeoverFigures{assigner: victim == r.assigner(), replicasBefore: len(r.replicas), objects: obs.ownedBy(victim.member)}
+	terms := map[*replica]int{}
+	for _, rep := range r.replicas {
+		terms[rep] = strings.Count(rep.op.proc.Output(), assignerLine)
+	}
+	begin := time.Now()
+	victim.op.proc.Kill()
+	r.remove(victim)
+	deadline := begin.Add(phaseTimeout)
+	for f.labelled == 0 || f.handled == 0 || f.assigner && f.elected == 0 {
+		now := time.Now()
+		for _, rep := range r.replicas {
+			if f.assigner && f.elected == 0 && strings.Count(rep.op.proc.Output(), assignerLine) > terms[rep] {
+				f.elected = now.Sub(begin)
+			}
+		}
+		if f.labelled == 0 && obs.ownedBy(victim.member) == 0 {
+			f.labelled = now.Sub(begin)
+		}
+		if f.handled == 0 && r.daemons() >= n {
+			f.handled = now.Sub(begin)
+		}
+		if now.After(deadline) {
+			r.tb.Fatalf("the killed replica's objects were not all taken over within %s: %d still labelled with it, %d daemons of %d run",
+				phaseTimeout, obs.ownedBy(victim.member), r.daemons(), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return f
+}
+
+// assignerLine is what a replica logs when its term as the assigner
+// begins.
+const assignerLine = "This replica is the ring's assigner."
+
+// daemons counts the daemons running on the running replicas.
+func (r *benchRing) daemons() int {
+	n := int64(0)
+	for _, s := range r.snapshot(false) {
+		n += s.Daemons
+	}
+	return int(n)
+}
+
+// waitDaemons waits until the running replicas run n daemons.
+func (r *benchRing) waitDaemons(n int, timeout time.Duration) {
+	r.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for r.daemons() < n {
+		if time.Now().After(deadline) {
+			r.tb.Fatalf("the replicas run %d daemons after %s, want %d", r.daemons(), timeout, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (f takeoverFigures) report(b *testing.B) {
+	who := "member"
+	if f.assigner {
+		who = "assigner"
+	}
+	b.ReportMetric(f.labelled.Seconds(), who+"-killed-labelled-s")
+	b.ReportMetric(f.handled.Seconds(), who+"-killed-handled-s")
+	elected := ""
+	if f.assigner {
+		b.ReportMetric(f.elected.Seconds(), "assigner-elected-s")
+		elected = fmt.Sprintf("; another replica became the assigner after %.2f s", f.elected.Seconds())
+	}
+	b.Logf("takeover, the %s of %d replicas killed (SIGKILL, lease 15 s): its %d objects labelled with others after %.2f s, "+
+		"all daemons running on the others after %.2f s%s",
+		who, f.replicasBefore, f.objects, f.labelled.Seconds(), f.handled.Seconds(), elected)
+}
