@@ -305,6 +305,15 @@ func (r *benchRing) stopAll() {
 	}
 }
 
+// killAll kills the running replicas with SIGKILL: nothing of theirs is
+// measured any more, and nobody moves objects between them.
+func (r *benchRing) killAll() {
+	for _, rep := range r.replicas {
+		rep.op.proc.Kill()
+	}
+	r.replicas = nil
+}
+
 // finalStats are the stats that a stopped operator printed as it exited.
 func (op *operatorProcess) finalStats(tb testing.TB) stats.Stats {
 	tb.Helper()
@@ -340,6 +349,22 @@ func deleteAll(tb testing.TB, driver client.Client, obs *observer, ns string, n 
 	tb.Helper()
 	gone := obs.goneNow()
 	if err := forEach(n, bulkWorkers, func(i int) error {
+		return client.IgnoreNotFound(driver.Delete(context.Background(), kex.New(ns, i)))
+	}); err != nil {
+		tb.Fatalf("delete the objects: %v", err)
+	}
+	obs.await(tb, "all are gone", phaseTimeout, goneAll(gone+n))
+}
+
+// dropAll deletes the namespace's n objects with no operator running: it
+// removes their finalizers itself.
+func dropAll(tb testing.TB, driver client.Client, obs *observer, ns string, n int) {
+	tb.Helper()
+	gone := obs.goneNow()
+	if err := forEach(n, bulkWorkers, func(i int) error {
+		if err := mergePatch(driver, kex.New(ns, i), `{"metadata":{"finalizers":null}}`); err != nil {
+			return client.IgnoreNotFound(err)
+		}
 		return client.IgnoreNotFound(driver.Delete(context.Background(), kex.New(ns, i)))
 	}); err != nil {
 		tb.Fatalf("delete the objects: %v", err)
