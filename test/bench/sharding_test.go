@@ -186,10 +186,10 @@ func ringMemory(tb testing.TB, replicas, n int) ringMemoryFigures {
 		f.replicas = append(f.replicas, replicaMemory{identity: rep.identity, assigner: rep == assigner,
 			objects: obs.ownedBy(rep.member), empty: empty[rep.identity], full: full[rep.identity]})
 	}
-	// Without the replicas, the driver deletes the objects in half the
-	// time their delete handlers take: the replicas' stop is not measured
-	// here, so they are killed, and their Leases stay behind in the
-	// workload's namespace.
+	// Nothing of the replicas is measured any more, their stop included:
+	// they are killed (their Leases stay behind in the workload's
+	// namespace), and the driver deletes the objects itself, with no
+	// delete handlers' reconciles to share the cores with.
 	r.killAll()
 	begin = time.Now()
 	dropAll(tb, driver, obs, ns, n)
