@@ -98,13 +98,16 @@ func (w whileThawed) Start(ctx context.Context) error {
 			return nil
 		}
 		runCtx, cancel := context.WithCancel(ctx)
+		watched := make(chan struct{})
 		go func() {
+			defer close(watched)
 			if w.toggle.WaitFor(runCtx, true) == nil {
 				cancel()
 			}
 		}()
 		err := w.Runnable.Start(runCtx)
 		cancel()
+		<-watched // the freeze's watcher ends with the run, not after it
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
