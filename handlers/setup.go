@@ -122,6 +122,10 @@ type Sharding struct {
 	// RenewPeriod is how often it renews (default 5 s). They must nest:
 	// period < deadline < duration.
 	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+	// AssignerWorkers is how many objects the ring's assigner writes at
+	// once when it gives objects owners or asks for handovers (default
+	// 16).
+	AssignerWorkers int
 }
 
 func (o Options) settings() reactor.Settings {
@@ -143,7 +147,8 @@ func (o Options) settings() reactor.Settings {
 		Posting:                 o.Posting,
 		Ready:                   o.Ready,
 		Sharding: reactor.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
-			LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
+			LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod,
+			AssignerWorkers: o.Sharding.AssignerWorkers},
 	}
 }
 

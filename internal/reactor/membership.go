@@ -21,6 +21,8 @@ type Sharding struct {
 	Namespace string
 	// LeaseDuration, RenewDeadline, RenewPeriod: see ring.Settings.
 	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+	// AssignerWorkers: see ring.AssignerSettings.Workers.
+	AssignerWorkers int
 }
 
 // everyReplica runs a runnable on every replica, whether it leads or not:

@@ -110,7 +110,7 @@ func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnabl
 	assigner, err := ring.NewAssigner(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), eng.mapper, ring.AssignerSettings{
 		Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace, Identity: s.Peering.Identity,
 		LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline, RenewPeriod: s.Sharding.RenewPeriod,
-		Kinds: kinds, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),
+		Kinds: kinds, Workers: s.Sharding.AssignerWorkers, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),
 		OnMembers: func(live []string) { metrics.ShardMembersLive(s.Sharding.Ring, len(live)) },
 	})
 	if err != nil {

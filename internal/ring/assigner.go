@@ -36,6 +36,9 @@ type AssignerSettings struct {
 	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
 	// Kinds are the sharded kinds.
 	Kinds []schema.GroupVersionKind
+	// Workers is how many objects the assigner writes at once (default
+	// DefaultAssignerWorkers).
+	Workers int
 	// Namespaces are the served namespaces; none: the whole cluster.
 	Namespaces []string
 	// Clock times the members' liveness (real by default).
@@ -58,15 +61,15 @@ func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
 	if len(s.Kinds) == 0 {
 		return s, errors.New("a ring's assigner needs the kinds it shards")
 	}
+	switch {
+	case s.Workers < 0:
+		return s, fmt.Errorf("the assigner's workers must not be negative, not %d", s.Workers)
+	case s.Workers == 0:
+		s.Workers = DefaultAssignerWorkers
+	}
 	var err error
 	if s.LeaseDuration, s.RenewDeadline, s.RenewPeriod, err = durations(s.LeaseDuration, s.RenewDeadline, s.RenewPeriod); err != nil {
 		return s, err
-	}
-	// Leader election retries with jitter: each renewal must fit its
-	// retries into the deadline.
-	if float64(s.RenewDeadline) <= leaderelection.JitterFactor*float64(s.RenewPeriod) {
-		return s, fmt.Errorf("the renew deadline %s must exceed %.1f renew periods (%s)",
-			s.RenewDeadline, leaderelection.JitterFactor, s.RenewPeriod)
 	}
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
@@ -74,6 +77,21 @@ func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
 	s.Logger = s.Logger.WithValues("ring", s.Ring)
 	return s, nil
 }
+
+// DefaultAssignerWorkers is how many objects the assigner writes at once
+// by default: a write is one small patch, and a rebalance or a takeover
+// of thousands of objects should be bound by the API server, not by
+// round trips one after another.
+const DefaultAssignerWorkers = 16
+
+// electionRetry is how often the assigner's election is tried, by
+// candidates and by the assigner renewing its own Lease: a fifth of a
+// member's renew period (1 s by default). A candidate notices that the
+// assigner has died up to a retry period late, and tries to take over a
+// retry period or more after that, so this bounds how long a dead
+// assigner's ring goes unattended beyond the lease duration, at the cost
+// of one Lease write a retry period from the assigner.
+func electionRetry(renewPeriod time.Duration) time.Duration { return renewPeriod / 5 }
 
 // Assigner is a manager Runnable that every replica of a ring runs: it
 // campaigns to be the ring's assigner, and while it is, gives objects
@@ -128,12 +146,25 @@ func NewAssigner(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Sche
 // election rather than the manager's.
 func (a *Assigner) NeedLeaderElection() bool { return false }
 
-// Start campaigns until ctx ends, and assigns whenever it wins; it
-// returns nil once everything it started has stopped. A term that fails
-// to start is logged and tried again after a lease duration.
+// Start follows the ring's Leases and campaigns until ctx ends, and
+// assigns whenever it wins; it returns nil once everything it started has
+// stopped. A term that fails to start is logged and tried again after a
+// lease duration.
 func (a *Assigner) Start(ctx context.Context) error {
+	f, err := a.newFollower()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	following := make(chan struct{})
+	go func() {
+		defer close(following)
+		f.run(ctx)
+	}()
+	defer func() { <-following }()
+	defer cancel()
 	for ctx.Err() == nil {
-		err := a.campaign(ctx)
+		err := a.campaign(ctx, f)
 		if err == nil || ctx.Err() != nil {
 			continue
 		}
@@ -150,7 +181,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 // ends. The election runs under a context of its own, cancelled only
 // after the term has stopped, so that the Lease is released (which lets
 // another replica lead at once) only when this one writes no more.
-func (a *Assigner) campaign(ctx context.Context) error {
+func (a *Assigner) campaign(ctx context.Context, f *follower) error {
 	electing, stop := context.WithCancel(logr.NewContext(context.WithoutCancel(ctx), a.s.Logger.WithName("election")))
 	defer stop()
 	// won is buffered: the elector's goroutine that reports the win
@@ -169,7 +200,7 @@ func (a *Assigner) campaign(ctx context.Context) error {
 	case <-ctx.Done():
 	case <-ran: // lost before the term began
 	case leading := <-won:
-		err = a.lead(ctx, leading)
+		err = a.lead(ctx, leading, f)
 	}
 	stop()
 	<-ran
@@ -177,7 +208,7 @@ func (a *Assigner) campaign(ctx context.Context) error {
 }
 
 // lead runs one term until ctx ends or the leadership is lost.
-func (a *Assigner) lead(ctx, leading context.Context) error {
+func (a *Assigner) lead(ctx, leading context.Context, f *follower) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(leading, cancel)()
@@ -186,7 +217,7 @@ func (a *Assigner) lead(ctx, leading context.Context) error {
 	if a.s.OnMembers != nil {
 		defer a.s.OnMembers(nil) // the next assigner reports them
 	}
-	return a.assign(ctx)
+	return a.assign(ctx, f)
 }
 
 // election is the configuration of one campaign.
@@ -200,7 +231,7 @@ func (a *Assigner) election(started func(context.Context)) leaderelection.Leader
 		},
 		LeaseDuration:   a.s.LeaseDuration,
 		RenewDeadline:   a.s.RenewDeadline,
-		RetryPeriod:     a.s.RenewPeriod,
+		RetryPeriod:     electionRetry(a.s.RenewPeriod),
 		ReleaseOnCancel: true,
 		Name:            name,
 		Callbacks: leaderelection.LeaderCallbacks{

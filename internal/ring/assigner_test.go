@@ -23,9 +23,7 @@ func TestAssignerSettings(t *testing.T) {
 		{"no identity", func(s *AssignerSettings) { s.Identity = "" }, "needs a ring, a namespace and an identity"},
 		{"no kinds", func(s *AssignerSettings) { s.Kinds = nil }, "needs the kinds"},
 		{"durations that do not nest", func(s *AssignerSettings) { s.RenewDeadline = 20 * time.Second }, "must nest"},
-		{"a deadline too short for leader election's jitter", func(s *AssignerSettings) {
-			s.LeaseDuration, s.RenewDeadline, s.RenewPeriod = 3*time.Second, 1100*time.Millisecond, time.Second
-		}, "must exceed 1.2 renew periods"},
+		{"negative workers", func(s *AssignerSettings) { s.Workers = -1 }, "must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +35,7 @@ func TestAssignerSettings(t *testing.T) {
 				t.Fatalf("withDefaults() = %v", err)
 			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 				t.Fatalf("withDefaults() = %v, want an error saying %q", err, tt.err)
-			case tt.err == "" && (got.LeaseDuration != DefaultLeaseDuration || got.Clock == nil):
+			case tt.err == "" && (got.LeaseDuration != DefaultLeaseDuration || got.Clock == nil || got.Workers != DefaultAssignerWorkers):
 				t.Errorf("withDefaults() = %+v, without the defaults", got)
 			}
 		})

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kopf-go/kopf/internal/sharding"
 )
@@ -108,4 +110,28 @@ func (t *tally) settled() (summary, bool) {
 	s := summary{objects: t.total, owned: t.owned, asked: t.asked}
 	t.total, t.owned, t.asked = 0, 0, 0
 	return s, true
+}
+
+// trimMetadata is the transform of the assigner's cache: it keeps of an
+// object's metadata only what placing reads (its name, uid and
+// resourceVersion, the owner label and the handover annotation). The
+// rest, Kopf's annotations above all, would cost the assigner's replica
+// about 2.5 KB an object.
+func trimMetadata(ring string) toolscache.TransformFunc {
+	owner, next := OwnerLabel(ring), NextAnnotation(ring)
+	return func(obj any) (any, error) {
+		o, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return obj, nil // a tombstone: kept as it is
+		}
+		kept := &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+			Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion}}
+		if v, ok := o.Labels[owner]; ok {
+			kept.Labels = map[string]string{owner: v}
+		}
+		if v, ok := o.Annotations[next]; ok {
+			kept.Annotations = map[string]string{next: v}
+		}
+		return kept, nil
+	}
 }

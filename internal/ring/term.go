@@ -8,47 +8,35 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kopf-go/kopf/internal/sharding"
 )
 
-// workers is how many objects a term places at once: writes are small,
-// and a handful keeps a rebalance of many objects from queueing behind
-// one slow request.
-const workers = 4
-
-// term is one stretch of this replica's leadership: a cache, the members'
-// liveness and a queue of its own, so that a new term starts with no
-// history, as a new leader does.
+// term is one stretch of this replica's leadership: a cache and a queue
+// of its own. The members' liveness is the follower's, which outlives
+// terms.
 type term struct {
 	a     *Assigner
+	f     *follower
 	cache cache.Cache
-	live  *sharding.Liveness
 	queue workqueue.TypedRateLimitingInterface[key]
-	// changed is poked by every Lease event: the members may have changed.
-	changed chan struct{}
-	tally   tally
+	tally tally
 
 	mu      sync.Mutex
 	members []string // the live members, as last computed
 	round   int      // counts the changes of members
 }
 
-// assign runs one term until ctx ends: it caches the kinds' metadata and
-// the ring's Leases, waits for the cache, and places objects whenever
-// they or the members change. It returns once its goroutines have.
-func (a *Assigner) assign(ctx context.Context) error {
-	t, err := a.newTerm()
+// assign runs one term until ctx ends: it caches the kinds' metadata,
+// waits for the cache and the follower, and places objects whenever they
+// or the members change. It returns once its goroutines have.
+func (a *Assigner) assign(ctx context.Context, f *follower) error {
+	t, err := a.newTerm(f)
 	if err != nil {
 		return err
 	}
@@ -65,28 +53,24 @@ func (a *Assigner) assign(ctx context.Context) error {
 			a.s.Logger.Error(err, "The assigner's cache failed.")
 		}
 	})
-	if !t.cache.WaitForCacheSync(ctx) {
+	if !t.cache.WaitForCacheSync(ctx) || !toolscache.WaitForCacheSync(ctx.Done(), f.synced) {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return errors.New("the assigner's cache did not sync")
 	}
-	for range workers {
+	for range a.s.Workers {
 		wg.Go(func() { t.work(ctx) })
 	}
 	t.follow(ctx)
 	return nil
 }
 
-// newTerm makes a term's cache (metadata only for the kinds, the ring's
-// Leases by their label), liveness and queue.
-func (a *Assigner) newTerm() (*term, error) {
+// newTerm makes a term's cache (the kinds' metadata, trimmed to what the
+// assigner reads) and queue.
+func (a *Assigner) newTerm(f *follower) (*term, error) {
 	opts := cache.Options{HTTPClient: a.http, Scheme: a.scheme, Mapper: a.mapper,
-		DefaultTransform: cache.TransformStripManagedFields(), NewInformer: newInformer,
-		ByObject: map[client.Object]cache.ByObject{&coordinationv1.Lease{}: {
-			Namespaces: map[string]cache.Config{a.s.Namespace: {}},
-			Label:      labels.SelectorFromSet(labels.Set{RingLabel: a.s.Ring}),
-		}}}
+		DefaultTransform: trimMetadata(a.s.Ring), NewInformer: newInformer}
 	if len(a.s.Namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range a.s.Namespaces {
@@ -97,24 +81,12 @@ func (a *Assigner) newTerm() (*term, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make the assigner's cache: %w", err)
 	}
-	return &term{a: a, cache: c, live: sharding.NewLiveness(a.s.LeaseDuration),
-		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]()),
-		changed: make(chan struct{}, 1)}, nil
+	return &term{a: a, f: f, cache: c,
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())}, nil
 }
 
-// watch adds the handlers of the Leases' and the objects' events.
+// watch adds the handlers of the objects' events.
 func (t *term) watch(ctx context.Context) error {
-	leases, err := t.cache.GetInformer(ctx, &coordinationv1.Lease{})
-	if err != nil {
-		return fmt.Errorf("watch the ring's Leases: %w", err)
-	}
-	if _, err := leases.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    t.leaseSeen,
-		UpdateFunc: func(_, obj any) { t.leaseSeen(obj) },
-		DeleteFunc: t.leaseGone,
-	}); err != nil {
-		return fmt.Errorf("watch the ring's Leases: %w", err)
-	}
 	for i, gvk := range t.a.s.Kinds {
 		informer, err := t.cache.GetInformer(ctx, partial(gvk))
 		if err != nil {
@@ -135,57 +107,26 @@ func (t *term) watch(ctx context.Context) error {
 	return nil
 }
 
-// leaseSeen records a member's Lease as seen now: a new version is a
-// renewal.
-func (t *term) leaseSeen(obj any) {
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
-	}
-	if member, ok := MemberOfLease(t.a.s.Ring, lease.Name); ok {
-		t.live.Observe(member, lease.ResourceVersion, t.a.s.Clock.Now())
-		t.poke()
-	}
-}
-
-// leaseGone records a member that left: its Lease was deleted.
-func (t *term) leaseGone(obj any) {
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
-	}
-	if member, ok := MemberOfLease(t.a.s.Ring, lease.Name); ok {
-		t.live.Gone(member)
-		t.poke()
-	}
-}
-
-// poke wakes follow; a wake-up already pending covers this one.
-func (t *term) poke() {
-	select {
-	case t.changed <- struct{}{}:
-	default:
-	}
-}
-
 // follow recomputes the live members at every Lease event and whenever
-// a member's Lease would expire, until ctx ends.
+// a member's Lease would expire, until ctx ends. A member whose death
+// could not be confirmed is asked about again after a renew period.
 func (t *term) follow(ctx context.Context) {
 	for {
-		t.recount(ctx)
+		unconfirmed := t.recount(ctx)
 		var expiry <-chan time.Time
 		var timer clock.Timer
 		now := t.a.s.Clock.Now()
-		if next, ok := t.live.NextExpiry(now); ok {
+		next, ok := t.f.live.NextExpiry(now)
+		if retry := now.Add(t.a.s.RenewPeriod); unconfirmed && (!ok || retry.Before(next)) {
+			next, ok = retry, true
+		}
+		if ok {
 			timer = t.a.s.Clock.NewTimer(next.Sub(now))
 			expiry = timer.C()
 		}
 		select {
 		case <-ctx.Done():
-		case <-t.changed:
+		case <-t.f.changed:
 		case <-expiry:
 		}
 		if timer != nil {
@@ -198,13 +139,26 @@ func (t *term) follow(ctx context.Context) {
 }
 
 // recount takes the live members and, if they changed (or at the term's
-// start), queues every object to be placed among them.
-func (t *term) recount(ctx context.Context) {
-	live := t.live.Live(t.a.s.Clock.Now())
+// start), queues every object to be placed among them. Members seen
+// expired are confirmed dead first; true if some could not be, and count
+// as live meanwhile.
+func (t *term) recount(ctx context.Context) (unconfirmed bool) {
+	now := t.a.s.Clock.Now()
+	dead, pending, err := confirmDead(ctx, t.a.leases.Leases(t.a.s.Namespace), t.a.s.Ring, t.f.live, now)
+	if err != nil && ctx.Err() == nil {
+		t.a.s.Logger.Error(err, "Members whose Leases expired could not be confirmed dead; they count as live until they are.",
+			"members", pending)
+	}
+	if len(dead) > 0 {
+		t.a.s.Logger.Info("Members stopped renewing their Leases; they count as dead, and their Leases are deleted.", "dead", dead)
+	}
+	live := append(t.f.live.Live(now), pending...)
+	slices.Sort(live)
+	live = slices.Compact(live)
 	t.mu.Lock()
 	if t.round > 0 && slices.Equal(live, t.members) {
 		t.mu.Unlock()
-		return
+		return len(pending) > 0
 	}
 	t.members = live
 	t.round++
@@ -225,6 +179,7 @@ func (t *term) recount(ctx context.Context) {
 	for _, k := range keys {
 		t.queue.Add(k)
 	}
+	return len(pending) > 0
 }
 
 // all lists the keys of every object of every kind in the cache.

@@ -64,6 +64,22 @@ func (l *Liveness) Live(now time.Time) []string {
 	return live
 }
 
+// Expired maps the members whose Leases this observer has seen expire
+// (and not deleted) to the version it saw last: members to confirm dead
+// with the API server, since a watch that fell behind could have missed
+// their renewals.
+func (l *Liveness) Expired(now time.Time) map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	expired := map[string]string{}
+	for m, s := range l.seen {
+		if now.Sub(s.at) >= l.duration {
+			expired[m] = s.version
+		}
+	}
+	return expired
+}
+
 // NextExpiry is when the next live member expires unless it renews, and
 // false if no member is live: when to look again.
 func (l *Liveness) NextExpiry(now time.Time) (time.Time, bool) {

@@ -17,6 +17,8 @@ func TestLiveness(t *testing.T) {
 		observe map[string]string
 		gone    []string
 		live    []string // after the step's sightings and deletions
+		// expired are the members seen expired, with their last versions.
+		expired map[string]string
 	}
 	tests := []struct {
 		name  string
@@ -26,7 +28,7 @@ func TestLiveness(t *testing.T) {
 		steps: []step{
 			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
 			{at: 14 * time.Second, live: []string{"a"}},
-			{at: 15 * time.Second, live: nil},
+			{at: 15 * time.Second, live: nil, expired: map[string]string{"a": "1"}},
 		},
 	}, {
 		name: "a renewal (a new version) starts the duration afresh",
@@ -34,26 +36,27 @@ func TestLiveness(t *testing.T) {
 			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
 			{at: 10 * time.Second, observe: map[string]string{"a": "2"}, live: []string{"a"}},
 			{at: 24 * time.Second, live: []string{"a"}},
-			{at: 25 * time.Second, live: nil},
+			{at: 25 * time.Second, live: nil, expired: map[string]string{"a": "2"}},
 		},
 	}, {
 		name: "the same version seen again does not renew (a resync, a re-list)",
 		steps: []step{
 			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
 			{at: 10 * time.Second, observe: map[string]string{"a": "1"}, live: []string{"a"}},
-			{at: 15 * time.Second, live: nil},
+			{at: 15 * time.Second, live: nil, expired: map[string]string{"a": "1"}},
 		},
 	}, {
 		name: "a deleted Lease is a member that left, at once",
 		steps: []step{
 			{at: 0, observe: map[string]string{"a": "1", "b": "7"}, live: []string{"a", "b"}},
 			{at: time.Second, gone: []string{"a"}, live: []string{"b"}},
+			{at: 20 * time.Second, live: nil, expired: map[string]string{"b": "7"}},
 		},
 	}, {
 		name: "an expired member renewing comes back",
 		steps: []step{
 			{at: 0, observe: map[string]string{"a": "1"}, live: []string{"a"}},
-			{at: 20 * time.Second, live: nil},
+			{at: 20 * time.Second, live: nil, expired: map[string]string{"a": "1"}},
 			{at: 21 * time.Second, observe: map[string]string{"a": "2"}, live: []string{"a"}},
 		},
 	}}
@@ -70,6 +73,13 @@ func TestLiveness(t *testing.T) {
 				}
 				if diff := cmp.Diff(s.live, l.Live(now)); diff != "" {
 					t.Errorf("at %s: live -want +got:\n%s", s.at, diff)
+				}
+				want := s.expired
+				if want == nil {
+					want = map[string]string{}
+				}
+				if diff := cmp.Diff(want, l.Expired(now)); diff != "" {
+					t.Errorf("at %s: expired -want +got:\n%s", s.at, diff)
 				}
 			}
 		})

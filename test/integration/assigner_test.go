@@ -11,7 +11,10 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -171,26 +174,7 @@ func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {
 func TestAssignerMovesADeadMembersObjectsAfterTheLease(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	var failing atomic.Bool
-	refuse := errors.New("the test's API server refuses this member")
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stalling := interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if failing.Load() {
-				return refuse
-			}
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			if failing.Load() {
-				return refuse
-			}
-			return c.Update(ctx, obj, opts...)
-		},
-	})
+	failing, stalling := stallable(t)
 	m1, _ := startMember(t, ns, "kopf@host-1", nil)
 	m2, _ := startMember(t, ns, "kopf@host-2", nil)
 	m3, stop3 := startMember(t, ns, "kopf@host-3", stalling)
@@ -260,4 +244,135 @@ func assignerHolder(t *testing.T, ns string) string {
 		return ""
 	}
 	return *lease.Spec.HolderIdentity
+}
+
+// stallable is a client for a member's Lease whose writes fail once
+// failing is set: the member stops renewing, as a stalled or cut-off
+// replica does.
+func stallable(t *testing.T) (failing *atomic.Bool, c client.Client) {
+	t.Helper()
+	failing = &atomic.Bool{}
+	refuse := errors.New("the test's API server refuses this member")
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return failing, interceptor.NewClient(wc, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if failing.Load() {
+				return refuse
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if failing.Load() {
+				return refuse
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+}
+
+// A replica that becomes the assigner has followed the ring's Leases all
+// along: a member that stopped renewing before the term began counts as
+// dead as soon as its lease duration has run out, not a lease duration
+// after the term began. The new assigner's clock is fake and stands still
+// from its election on, so without that history it could never count the
+// member dead. It deletes the dead member's Lease, unchanged since it saw
+// it last.
+func TestANewAssignerKnowsTheLeasesHistory(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	failing, stalling := stallable(t)
+	m1, _ := startMember(t, ns, "kopf@host-1", nil)
+	m2, _ := startMember(t, ns, "kopf@host-2", nil)
+	m3, stop3 := startMember(t, ns, "kopf@host-3", stalling)
+	createConfigMaps(t, ns, "cm", 30)
+	_, stopA := startAssigner(t, ns, "assigner-a", ringLease)
+	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
+	stopA()
+	// The test holds the election for as long as it likes, so that B only
+	// follows at first.
+	holdElection(t, ns, "the-test")
+	fake := clocktesting.NewFakeClock(time.Now())
+	logsB, _ := startAssignerOn(t, ns, "assigner-b", ringLease, fake)
+
+	before := placements(t, ns)
+	failing.Store(true)
+	<-m3.Fenced()
+	fake.Step(ringLease + time.Second)
+	// Renewals of m1 and m2 seen after the step count from the stepped
+	// time; two of each make sure B has seen one.
+	for _, m := range []*ring.Member{m1, m2} {
+		for range 2 {
+			version := leaseVersion(t, ns, m.LeaseName())
+			eventually(t, m.Name()+" renews", func() bool { return leaseVersion(t, ns, m.LeaseName()) != version })
+		}
+	}
+	if !maps.Equal(before, placements(t, ns)) {
+		t.Fatal("objects moved while no assigner was elected")
+	}
+	releaseElection(t, ns)
+	eventually(t, "the dead member's objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
+	if !logsB.has("This replica is the ring's assigner.") {
+		t.Error("the objects moved, but B did not say it is the assigner")
+	}
+	if !logsB.has("Members stopped renewing their Leases", m3.Name()) {
+		t.Errorf("B did not say that %s is dead: %q", m3.Name(), logsB.all())
+	}
+	if v := leaseVersion(t, ns, m3.LeaseName()); v != "" {
+		t.Errorf("the dead member's Lease is still there (version %s)", v)
+	}
+	if err := stop3(); !errors.Is(err, ring.ErrMembershipLost) {
+		t.Errorf("the stalled member: Start() = %v, want %v", err, ring.ErrMembershipLost)
+	}
+}
+
+// holdElection makes the ring's election Lease held by holder for an
+// hour, as if by a live assigner.
+func holdElection(t *testing.T, ns, holder string) {
+	t.Helper()
+	seconds := int32(3600)
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ring.AssignerLease("main")},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds,
+			AcquireTime: &now, RenewTime: &now},
+	}
+	existing := &coordinationv1.Lease{}
+	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(lease), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = env.Client.Create(context.Background(), lease)
+	case err == nil:
+		existing.Spec = lease.Spec
+		err = env.Client.Update(context.Background(), existing)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releaseElection deletes the ring's election Lease: any candidate may
+// take it.
+func releaseElection(t *testing.T, ns string) {
+	t.Helper()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ring.AssignerLease("main")}}
+	if err := env.Client.Delete(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaseVersion is a Lease's resourceVersion, "" if there is none.
+func leaseVersion(t *testing.T, ns, name string) string {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, lease)
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease.ResourceVersion
 }

@@ -1,0 +1,60 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kopf-go/kopf/internal/sharding"
+)
+
+// leaseAPI is what confirming a member's death needs of the ring's
+// namespace's Leases.
+type leaseAPI interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// confirmDead asks the API server about every member whose Lease the
+// liveness has seen expire. It returns the members it found dead, and
+// those it could not ask (an API error), which count as live until it can.
+//
+// It deletes each such Lease on the condition that its resourceVersion is
+// still the one last seen. One request proves that the member has not
+// renewed since (a watch that fell behind could have missed a renewal,
+// and counting a live member dead would break the guarantee), and clears
+// the Lease of a member that will not come back, which would otherwise
+// stay forever. A Lease that changed meanwhile counts as renewed now. A
+// member that was only cut off and comes back finds its Lease gone and
+// fences itself, as it would anyway.
+func confirmDead(ctx context.Context, leases leaseAPI, ring string, live *sharding.Liveness, now time.Time) (dead, unconfirmed []string, err error) {
+	var errs []error
+	for member, version := range live.Expired(now) {
+		name := leaseName(ring, member)
+		err := leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+		if apierrors.IsConflict(err) {
+			var lease *coordinationv1.Lease
+			if lease, err = leases.Get(ctx, name, metav1.GetOptions{}); err == nil {
+				live.Observe(member, lease.ResourceVersion, now)
+				continue
+			}
+		}
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			live.Gone(member)
+			dead = append(dead, member)
+		default:
+			unconfirmed = append(unconfirmed, member)
+			errs = append(errs, fmt.Errorf("confirm that the member %s is dead: %w", member, err))
+		}
+	}
+	slices.Sort(dead)
+	slices.Sort(unconfirmed)
+	return dead, unconfirmed, errors.Join(errs...)
+}

@@ -1,0 +1,132 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kopf-go/kopf/internal/sharding"
+)
+
+// fakeLeases is a namespace's Leases by name, as resourceVersions; a
+// deletion honours its resourceVersion precondition, as the API server
+// does. fail makes every request about a Lease fail.
+type fakeLeases struct {
+	versions map[string]string
+	fail     map[string]error
+	deleted  []string
+}
+
+var leaseResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+func (f *fakeLeases) Get(_ context.Context, name string, _ metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if err := f.fail[name]; err != nil {
+		return nil, err
+	}
+	v, ok := f.versions[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(leaseResource, name)
+	}
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: v}}, nil
+}
+
+func (f *fakeLeases) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
+	if err := f.fail[name]; err != nil {
+		return err
+	}
+	v, ok := f.versions[name]
+	switch {
+	case !ok:
+		return apierrors.NewNotFound(leaseResource, name)
+	case opts.Preconditions == nil || opts.Preconditions.ResourceVersion == nil:
+		return errors.New("an unconditional deletion of a Lease")
+	case *opts.Preconditions.ResourceVersion != v:
+		return apierrors.NewConflict(leaseResource, name, errors.New("the resourceVersion differs"))
+	}
+	delete(f.versions, name)
+	f.deleted = append(f.deleted, name)
+	return nil
+}
+
+// Members seen expired are asked about: the unchanged are dead and their
+// Leases deleted; the renewed, whose renewals the watch had not shown
+// yet, count as renewed now; the unreachable count as live until asked.
+func TestConfirmDead(t *testing.T) {
+	const lease = 15 * time.Second
+	live := sharding.NewLiveness(lease)
+	for _, m := range []string{"dead", "renewed", "vanished", "unreachable", "fresh"} {
+		live.Observe(m, "1", t0)
+	}
+	live.Observe("fresh", "2", t0.Add(10*time.Second))
+	leases := &fakeLeases{
+		versions: map[string]string{
+			leaseName("main", "dead"): "1", leaseName("main", "renewed"): "5",
+			leaseName("main", "unreachable"): "1", leaseName("main", "fresh"): "2",
+		},
+		fail: map[string]error{leaseName("main", "unreachable"): errors.New("connection refused")},
+	}
+	now := t0.Add(lease)
+	dead, unconfirmed, err := confirmDead(context.Background(), leases, "main", live, now)
+	if diff := cmp.Diff([]string{"dead", "vanished"}, dead); diff != "" {
+		t.Errorf("dead -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"unreachable"}, unconfirmed); diff != "" {
+		t.Errorf("unconfirmed -want +got:\n%s", diff)
+	}
+	if err == nil || !errors.Is(err, leases.fail[leaseName("main", "unreachable")]) {
+		t.Errorf("err = %v, want the unreachable Lease's error", err)
+	}
+	if diff := cmp.Diff([]string{leaseName("main", "dead")}, leases.deleted); diff != "" {
+		t.Errorf("deleted Leases -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"fresh", "renewed"}, live.Live(now)); diff != "" {
+		t.Errorf("live after confirming -want +got:\n%s", diff)
+	}
+	// The renewal counts from when it was found, for a whole duration.
+	if diff := cmp.Diff([]string{"renewed"}, live.Live(now.Add(lease-time.Nanosecond))); diff != "" {
+		t.Errorf("live a lease duration later -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"unreachable": "1"}, live.Expired(now)); diff != "" {
+		t.Errorf("still to confirm -want +got:\n%s", diff)
+	}
+}
+
+// The assigner's cache keeps only what placing reads.
+func TestTrimMetadata(t *testing.T) {
+	in := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "kopf.dev/v1", Kind: "KopfExample"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "42", Generation: 3,
+			Labels:        map[string]string{OwnerLabel("main"): "m1", OwnerLabel("other"): "x", "app": "demo"},
+			Annotations:   map[string]string{NextAnnotation("main"): "m2", "kopf.zalando.org/last-handled-configuration": "{}"},
+			Finalizers:    []string{"kopf.zalando.org/KopfFinalizerMarker"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+	}
+	got, err := trimMetadata("main")(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &metav1.PartialObjectMetadata{
+		TypeMeta: in.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "42",
+			Labels:      map[string]string{OwnerLabel("main"): "m1"},
+			Annotations: map[string]string{NextAnnotation("main"): "m2"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trimmed -want +got:\n%s", diff)
+	}
+	bare := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"app": "demo"}}}
+	if got, _ := trimMetadata("main")(bare); got.(*metav1.PartialObjectMetadata).Labels != nil {
+		t.Errorf("an unowned object kept labels: %v", got)
+	}
+	tomb := "not an object"
+	if got, err := trimMetadata("main")(tomb); got != tomb || err != nil {
+		t.Errorf("trimMetadata(%v) = %v, %v; want it unchanged", tomb, got, err)
+	}
+}

@@ -1,0 +1,99 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kopf-go/kopf/internal/sharding"
+)
+
+// follower follows the ring's Leases for as long as the replica campaigns
+// to be the assigner, whether it leads or not. A replica that becomes the
+// assigner then knows how long each member has gone without renewing, and
+// can count a member dead as soon as its lease duration has run out,
+// rather than a whole lease duration after its own term began, as an
+// observer without history must (sharding.md, "The assigner"). The
+// ring's Leases are few and small: every replica can afford to watch them.
+type follower struct {
+	a        *Assigner
+	live     *sharding.Liveness
+	informer toolscache.SharedIndexInformer
+	// changed is poked by every Lease event: the members may have changed.
+	changed chan struct{}
+}
+
+// newFollower makes the informer of the ring's Leases, selected by the
+// ring's label, and the liveness it keeps.
+func (a *Assigner) newFollower() (*follower, error) {
+	leases := a.leases.Leases(a.s.Namespace)
+	selector := labels.SelectorFromSet(labels.Set{RingLabel: a.s.Ring}).String()
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = selector
+			return leases.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = selector
+			return leases.Watch(ctx, opts)
+		},
+	}
+	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1),
+		informer: toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})}
+	if _, err := f.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    f.seen,
+		UpdateFunc: func(_, obj any) { f.seen(obj) },
+		DeleteFunc: f.gone,
+	}); err != nil {
+		return nil, fmt.Errorf("follow the ring's Leases: %w", err)
+	}
+	return f, nil
+}
+
+// run follows the Leases until ctx ends; it returns once the informer has
+// stopped.
+func (f *follower) run(ctx context.Context) { f.informer.RunWithContext(ctx) }
+
+// synced tells whether the informer has listed the Leases once.
+func (f *follower) synced() bool { return f.informer.HasSynced() }
+
+// seen records a member's Lease as seen now: a new version is a renewal.
+func (f *follower) seen(obj any) {
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	if member, ok := MemberOfLease(f.a.s.Ring, lease.Name); ok {
+		f.live.Observe(member, lease.ResourceVersion, f.a.s.Clock.Now())
+		f.poke()
+	}
+}
+
+// gone records a member that left: its Lease was deleted.
+func (f *follower) gone(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	if member, ok := MemberOfLease(f.a.s.Ring, lease.Name); ok {
+		f.live.Gone(member)
+		f.poke()
+	}
+}
+
+// poke wakes the term's loop; a wake-up already pending covers this one.
+func (f *follower) poke() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
