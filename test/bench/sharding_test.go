@@ -171,9 +171,9 @@ func ringMemory(tb testing.TB, replicas, n int) ringMemoryFigures {
 	empty := r.snapshot(true)
 	begin := time.Now()
 	// The driver writes the owner labels as the assigner would, 64 at a
-	// time: the assigner writes 4 at a time (see the throughput), and
-	// what is measured here is what the replicas hold, not how fast the
-	// objects got there.
+	// time: what is measured here is what the replicas hold, not how fast
+	// the objects got there (the throughput workload has the assigner
+	// write them).
 	createOwned(tb, driver, ns, n, bulkWorkers, r.members())
 	created := time.Since(begin)
 	handled := obs.await(tb, "all are handled", phaseTimeout, handledAll(n, 0)).Sub(begin)

@@ -174,11 +174,7 @@ func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {
 func TestAssignerMovesADeadMembersObjectsAfterTheLease(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	failing, stalling := stallable(t)
-	m1, _ := startMember(t, ns, "kopf@host-1", nil)
-	m2, _ := startMember(t, ns, "kopf@host-2", nil)
-	m3, stop3 := startMember(t, ns, "kopf@host-3", stalling)
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, failing, stop3 := startStallableRing(t, ns)
 	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	before := placements(t, ns)
@@ -246,18 +242,28 @@ func assignerHolder(t *testing.T, ns string) string {
 	return *lease.Spec.HolderIdentity
 }
 
-// stallable is a client for a member's Lease whose writes fail once
-// failing is set: the member stops renewing, as a stalled or cut-off
-// replica does.
-func stallable(t *testing.T) (failing *atomic.Bool, c client.Client) {
+// startStallableRing starts three members of the ring "main" and 30
+// ConfigMaps in ns. The third member's Lease writes fail once failing is
+// set: it stops renewing, as a stalled or cut-off replica does.
+func startStallableRing(t *testing.T, ns string) (m1, m2, m3 *ring.Member, failing *atomic.Bool, stop3 func() error) {
 	t.Helper()
 	failing = &atomic.Bool{}
+	m1, _ = startMember(t, ns, "kopf@host-1", nil)
+	m2, _ = startMember(t, ns, "kopf@host-2", nil)
+	m3, stop3 = startMember(t, ns, "kopf@host-3", stallable(t, failing))
+	createConfigMaps(t, ns, "cm", 30)
+	return m1, m2, m3, failing, stop3
+}
+
+// stallable is a client whose writes fail once failing is set.
+func stallable(t *testing.T, failing *atomic.Bool) client.Client {
+	t.Helper()
 	refuse := errors.New("the test's API server refuses this member")
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return failing, interceptor.NewClient(wc, interceptor.Funcs{
+	return interceptor.NewClient(wc, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if failing.Load() {
 				return refuse
@@ -283,11 +289,7 @@ func stallable(t *testing.T) (failing *atomic.Bool, c client.Client) {
 func TestANewAssignerKnowsTheLeasesHistory(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	failing, stalling := stallable(t)
-	m1, _ := startMember(t, ns, "kopf@host-1", nil)
-	m2, _ := startMember(t, ns, "kopf@host-2", nil)
-	m3, stop3 := startMember(t, ns, "kopf@host-3", stalling)
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, failing, stop3 := startStallableRing(t, ns)
 	_, stopA := startAssigner(t, ns, "assigner-a", ringLease)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	stopA()
