@@ -45,6 +45,11 @@ func (s shardSizes) scaled(f float64) shardSizes {
 var driverLabels = flag.Bool("sharding-driver-labels", false,
 	"BenchmarkSharding: in the throughput workload, the driver writes the owner labels itself (a diagnostic)")
 
+// assignerWorkers, if set, is how many objects the replicas' assigner
+// writes at once (the operator's default if 0): a diagnostic.
+var assignerWorkers = flag.Int("sharding-assigner-workers", 0,
+	"BenchmarkSharding: how many objects the ring's assigner writes at once (0: the operator's default)")
+
 // ringSizes are the numbers of replicas that the memory and throughput
 // workloads compare.
 var ringSizes = []int{1, 2, 4}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,9 @@ func (r *benchRing) start(n int) []*replica {
 		r.started++
 		id := identityOf(r.started)
 		args := append([]string{"--shard-ring", ringName, "--identity", id}, r.extra...)
+		if *assignerWorkers > 0 {
+			args = append(args, "--assigner-workers", strconv.Itoa(*assignerWorkers))
+		}
 		rep := &replica{identity: id, member: sharding.MemberName(id), op: startOperator(r.tb, variantForKind, r.ns, args...)}
 		r.replicas = append(r.replicas, rep)
 		added = append(added, rep)

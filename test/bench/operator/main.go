@@ -51,12 +51,14 @@ type config struct {
 	logFile   string
 	profile   string
 	heap      string
-	// shardRing, identity and handlerDelay are the quick start's only:
-	// a member of a shard ring, its identity, and how long its create
-	// handler waits (simulated I/O).
-	shardRing    string
-	identity     string
-	handlerDelay time.Duration
+	// shardRing, identity, handlerDelay and assignerWorkers are the quick
+	// start's only: a member of a shard ring, its identity, how long its
+	// create handler waits (simulated I/O), and how many objects the
+	// ring's assigner writes at once.
+	shardRing       string
+	identity        string
+	handlerDelay    time.Duration
+	assignerWorkers int
 }
 
 func run() error {
@@ -70,6 +72,7 @@ func run() error {
 	flag.StringVar(&c.heap, "heapprofile", "", "write a heap profile here whenever /stats?gc=1 is read")
 	flag.StringVar(&c.shardRing, "shard-ring", "", "forkind only: be a member of this shard ring (the runner's --shard-ring)")
 	flag.StringVar(&c.identity, "identity", "", "forkind only: the replica's identity (Options.Identity; its member name in the ring is a hash of it)")
+	flag.IntVar(&c.assignerWorkers, "assigner-workers", 0, "forkind only: objects the ring's assigner writes at once (Options.Sharding.AssignerWorkers; 0: the default)")
 	flag.DurationVar(&c.handlerDelay, "handler-delay", 0, "forkind only: the create handler waits this long (simulated I/O), or until its context ends")
 	klog.InitFlags(nil) // -v=N shows client-go's own log lines on stderr
 	flag.Parse()

@@ -53,7 +53,8 @@ func runQuickStart(ctx context.Context, cfg *rest.Config, c config, rec *recorde
 	if c.shardRing != "" {
 		args = append(args, "--shard-ring", c.shardRing)
 	}
-	return handlers.Run(ctx, reg, args, handlers.Options{MaxConcurrentReconciles: c.workers, Identity: c.identity})
+	return handlers.Run(ctx, reg, args, handlers.Options{MaxConcurrentReconciles: c.workers, Identity: c.identity,
+		Sharding: handlers.Sharding{AssignerWorkers: c.assignerWorkers}})
 }
 
 // sleep waits for d, or until ctx ends (an error then, so that the
