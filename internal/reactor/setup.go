@@ -107,7 +107,7 @@ func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnabl
 	for i, r := range eng.kinds {
 		kinds[i] = r.gvk
 	}
-	assigner, err := ring.NewAssigner(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), eng.mapper, ring.AssignerSettings{
+	assigner, err := ring.NewAssigner(mgr.GetConfig(), mgr.GetHTTPClient(), eng.mapper, ring.AssignerSettings{
 		Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace, Identity: s.Peering.Identity,
 		LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline, RenewPeriod: s.Sharding.RenewPeriod,
 		Kinds: kinds, Workers: s.Sharding.AssignerWorkers, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),

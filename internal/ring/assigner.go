@@ -8,18 +8,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
@@ -98,29 +95,19 @@ func electionRetry(renewPeriod time.Duration) time.Duration { return renewPeriod
 // owners and asks owners for handovers (sharding.md, "The assigner").
 type Assigner struct {
 	s      AssignerSettings
-	cfg    *rest.Config
-	http   *http.Client
-	scheme *runtime.Scheme
 	mapper meta.RESTMapper
-	// writer patches objects directly: a cache would add nothing to
-	// writes, and the assigner reads from the cache of its term.
-	writer client.Client
-	leases coordinationclient.CoordinationV1Interface
+	// objects reads and writes the kinds' objects as metadata only: the
+	// assigner keeps no copy of them (sharding.md, "The assigner").
+	objects metadata.Interface
+	leases  coordinationclient.CoordinationV1Interface
 }
 
-// NewAssigner prepares a ring's assigner. httpClient, scheme and mapper
-// are the manager's; nil ones are made from cfg (the scheme: client-go's).
-// The scheme must know Leases.
-func NewAssigner(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, mapper meta.RESTMapper, s AssignerSettings) (*Assigner, error) {
+// NewAssigner prepares a ring's assigner. httpClient and mapper are the
+// manager's; nil ones are made from cfg.
+func NewAssigner(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper, s AssignerSettings) (*Assigner, error) {
 	s, err := s.withDefaults()
 	if err != nil {
 		return nil, err
-	}
-	if scheme == nil {
-		scheme = clientgoscheme.Scheme
-	}
-	if !scheme.Recognizes(coordinationv1.SchemeGroupVersion.WithKind("Lease")) {
-		return nil, errors.New("the assigner's scheme must know coordination.k8s.io/v1 Leases")
 	}
 	if httpClient == nil {
 		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
@@ -132,9 +119,9 @@ func NewAssigner(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Sche
 			return nil, fmt.Errorf("make the assigner's REST mapper: %w", err)
 		}
 	}
-	a := &Assigner{s: s, cfg: cfg, http: httpClient, scheme: scheme, mapper: mapper}
-	if a.writer, err = client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper}); err != nil {
-		return nil, fmt.Errorf("make the assigner's client: %w", err)
+	a := &Assigner{s: s, mapper: mapper}
+	if a.objects, err = metadata.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, fmt.Errorf("make the assigner's metadata client: %w", err)
 	}
 	if a.leases, err = coordinationclient.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("make the assigner's Lease client: %w", err)

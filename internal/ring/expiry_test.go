@@ -98,35 +98,20 @@ func TestConfirmDead(t *testing.T) {
 	}
 }
 
-// The assigner's cache keeps only what placing reads.
-func TestTrimMetadata(t *testing.T) {
+// Of an object, the assigner keeps (until it is placed) only what
+// placing reads.
+func TestSeenOf(t *testing.T) {
 	in := &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: "kopf.dev/v1", Kind: "KopfExample"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "42", Generation: 3,
-			Labels:        map[string]string{OwnerLabel("main"): "m1", OwnerLabel("other"): "x", "app": "demo"},
-			Annotations:   map[string]string{NextAnnotation("main"): "m2", "kopf.zalando.org/last-handled-configuration": "{}"},
-			Finalizers:    []string{"kopf.zalando.org/KopfFinalizerMarker"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-	}
-	got, err := trimMetadata("main")(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &metav1.PartialObjectMetadata{
-		TypeMeta: in.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "42",
-			Labels:      map[string]string{OwnerLabel("main"): "m1"},
-			Annotations: map[string]string{NextAnnotation("main"): "m2"}},
+			Labels:      map[string]string{OwnerLabel("main"): "m1", OwnerLabel("other"): "x", "app": "demo"},
+			Annotations: map[string]string{NextAnnotation("main"): "m2", "kopf.zalando.org/last-handled-configuration": "{}"}},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("trimmed -want +got:\n%s", diff)
+	want := seen{uid: "u-1", resourceVersion: "42", now: sharding.Placement{Owner: "m1", Next: "m2"}}
+	if diff := cmp.Diff(want, seenOf("main", in), cmp.AllowUnexported(seen{})); diff != "" {
+		t.Errorf("seenOf() -want +got:\n%s", diff)
 	}
-	bare := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"app": "demo"}}}
-	if got, _ := trimMetadata("main")(bare); got.(*metav1.PartialObjectMetadata).Labels != nil {
-		t.Errorf("an unowned object kept labels: %v", got)
-	}
-	tomb := "not an object"
-	if got, err := trimMetadata("main")(tomb); got != tomb || err != nil {
-		t.Errorf("trimMetadata(%v) = %v, %v; want it unchanged", tomb, got, err)
+	bare := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "u-2", ResourceVersion: "7"}}
+	if got := seenOf("main", bare); got.now != (sharding.Placement{}) {
+		t.Errorf("an unowned object seen as placed: %+v", got.now)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kopf-go/kopf/internal/sharding"
 )
@@ -112,26 +111,16 @@ func (t *tally) settled() (summary, bool) {
 	return s, true
 }
 
-// trimMetadata is the transform of the assigner's cache: it keeps of an
-// object's metadata only what placing reads (its name, uid and
-// resourceVersion, the owner label and the handover annotation). The
-// rest, Kopf's annotations above all, would cost the assigner's replica
-// about 2.5 KB an object.
-func trimMetadata(ring string) toolscache.TransformFunc {
-	owner, next := OwnerLabel(ring), NextAnnotation(ring)
-	return func(obj any) (any, error) {
-		o, ok := obj.(*metav1.PartialObjectMetadata)
-		if !ok {
-			return obj, nil // a tombstone: kept as it is
-		}
-		kept := &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-			Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion}}
-		if v, ok := o.Labels[owner]; ok {
-			kept.Labels = map[string]string{owner: v}
-		}
-		if v, ok := o.Annotations[next]; ok {
-			kept.Annotations = map[string]string{next: v}
-		}
-		return kept, nil
-	}
+// seen is what placing reads of an object, as last listed or watched:
+// its uid and resourceVersion, and its owner label and handover
+// annotation. The assigner keeps it only until the object is placed.
+type seen struct {
+	uid, resourceVersion string
+	now                  sharding.Placement
+}
+
+// seenOf takes what placing reads from an object's metadata.
+func seenOf(ring string, o *metav1.PartialObjectMetadata) seen {
+	return seen{uid: string(o.UID), resourceVersion: o.ResourceVersion,
+		now: sharding.Placement{Owner: o.Labels[OwnerLabel(ring)], Next: o.Annotations[NextAnnotation(ring)]}}
 }

@@ -9,32 +9,39 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// term is one stretch of this replica's leadership: a cache and a queue
-// of its own. The members' liveness is the follower's, which outlives
-// terms.
+// term is one stretch of this replica's leadership: a queue of its own
+// and the objects seen but not yet placed. The members' liveness is the
+// follower's, which outlives terms.
 type term struct {
-	a     *Assigner
-	f     *follower
-	cache cache.Cache
-	queue workqueue.TypedRateLimitingInterface[key]
-	tally tally
+	a *Assigner
+	f *follower
+	// byKind and namespaced are the kinds' metadata clients, for writes;
+	// sources are what it lists and watches.
+	byKind     []metadata.Getter
+	namespaced []bool
+	sources    []source
+	queue      workqueue.TypedRateLimitingInterface[key]
+	tally      tally
 
 	mu      sync.Mutex
 	members []string // the live members, as last computed
 	round   int      // counts the changes of members
+
+	// pending holds the latest sighting of every queued object: what the
+	// assigner keeps of an object is only what it has still to place.
+	pendingMu sync.Mutex
+	pending   map[key]seen
 }
 
-// assign runs one term until ctx ends: it caches the kinds' metadata,
-// waits for the cache and the follower, and places objects whenever they
-// or the members change. It returns once its goroutines have.
+// assign runs one term until ctx ends: it watches the kinds' metadata,
+// waits for the follower, and places objects whenever they or the
+// members change. It returns once its goroutines have.
 func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	t, err := a.newTerm(f)
 	if err != nil {
@@ -45,19 +52,14 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	defer t.queue.ShutDown()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := t.watch(ctx); err != nil {
-		return err
+	if !toolscache.WaitForCacheSync(ctx.Done(), f.synced) {
+		return nil // ctx ended
 	}
-	wg.Go(func() {
-		if err := t.cache.Start(ctx); err != nil {
-			a.s.Logger.Error(err, "The assigner's cache failed.")
-		}
-	})
-	if !t.cache.WaitForCacheSync(ctx) || !toolscache.WaitForCacheSync(ctx.Done(), f.synced) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("the assigner's cache did not sync")
+	// The members first: what the watches pass on is placed among them.
+	t.recount(ctx)
+	for _, src := range t.sources {
+		r := src.reflector(t.offer)
+		wg.Go(func() { r.RunWithContext(ctx) })
 	}
 	for range a.s.Workers {
 		wg.Go(func() { t.work(ctx) })
@@ -66,45 +68,42 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	return nil
 }
 
-// newTerm makes a term's cache (the kinds' metadata, trimmed to what the
-// assigner reads) and queue.
+// newTerm makes a term's clients and queue.
 func (a *Assigner) newTerm(f *follower) (*term, error) {
-	opts := cache.Options{HTTPClient: a.http, Scheme: a.scheme, Mapper: a.mapper,
-		DefaultTransform: trimMetadata(a.s.Ring), NewInformer: newInformer}
-	if len(a.s.Namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range a.s.Namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	c, err := cache.New(a.cfg, opts)
+	byKind, namespaced, sources, err := a.kindResources()
 	if err != nil {
-		return nil, fmt.Errorf("make the assigner's cache: %w", err)
+		return nil, err
 	}
-	return &term{a: a, f: f, cache: c,
+	return &term{a: a, f: f, byKind: byKind, namespaced: namespaced, sources: sources, pending: map[key]seen{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())}, nil
 }
 
-// watch adds the handlers of the objects' events.
-func (t *term) watch(ctx context.Context) error {
-	for i, gvk := range t.a.s.Kinds {
-		informer, err := t.cache.GetInformer(ctx, partial(gvk))
-		if err != nil {
-			return fmt.Errorf("watch %s: %w", gvk, err)
-		}
-		enqueue := func(obj any) {
-			if o, ok := obj.(metav1.Object); ok {
-				t.queue.Add(key{kind: i, NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
-			}
-		}
-		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueue,
-			UpdateFunc: func(_, obj any) { enqueue(obj) },
-		}); err != nil {
-			return fmt.Errorf("watch %s: %w", gvk, err)
-		}
+// offer queues an object to be placed, as it is now.
+func (t *term) offer(k key, o *metav1.PartialObjectMetadata) {
+	t.pendingMu.Lock()
+	t.pending[k] = seenOf(t.a.s.Ring, o)
+	t.pendingMu.Unlock()
+	t.queue.Add(k)
+}
+
+// take removes and returns the latest sighting of a queued object; false
+// if a placement before this one took it already.
+func (t *term) take(k key) (seen, bool) {
+	t.pendingMu.Lock()
+	defer t.pendingMu.Unlock()
+	s, ok := t.pending[k]
+	delete(t.pending, k)
+	return s, ok
+}
+
+// putBack returns a sighting whose placement failed, unless a newer one
+// has come meanwhile.
+func (t *term) putBack(k key, s seen) {
+	t.pendingMu.Lock()
+	defer t.pendingMu.Unlock()
+	if _, newer := t.pending[k]; !newer {
+		t.pending[k] = s
 	}
-	return nil
 }
 
 // follow recomputes the live members at every Lease event and whenever
@@ -169,44 +168,37 @@ func (t *term) recount(ctx context.Context) (unconfirmed bool) {
 	if t.a.s.OnMembers != nil {
 		t.a.s.OnMembers(live)
 	}
-	keys, err := t.all(ctx)
-	if err != nil {
-		t.a.s.Logger.Error(err, "The ring's objects could not be listed from the assigner's cache.")
+	keys, sightings, err := t.listAll(ctx)
+	if err != nil && ctx.Err() == nil {
+		t.a.s.Logger.Error(err, "The ring's objects could not all be listed; those listed are placed, the others as they change.")
 	}
 	if s, ok := t.tally.open(round, keys); ok {
 		t.report(s)
 	}
-	for _, k := range keys {
-		t.queue.Add(k)
+	for i, k := range keys {
+		t.offer(k, sightings[i])
 	}
 	return len(pending) > 0
 }
 
-// all lists the keys of every object of every kind in the cache.
-func (t *term) all(ctx context.Context) ([]key, error) {
+// listAll lists every object of every source, a page at a time.
+func (t *term) listAll(ctx context.Context) ([]key, []*metav1.PartialObjectMetadata, error) {
 	var keys []key
-	for i, gvk := range t.a.s.Kinds {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := t.cache.List(ctx, list); err != nil {
-			return keys, fmt.Errorf("list %s: %w", gvk, err)
-		}
-		for _, o := range list.Items {
-			keys = append(keys, key{kind: i, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}})
+	var objs []*metav1.PartialObjectMetadata
+	var errs []error
+	for _, src := range t.sources {
+		err := src.listAll(ctx, func(k key, o *metav1.PartialObjectMetadata) {
+			keys, objs = append(keys, k), append(objs, o)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %s: %w", t.a.s.Kinds[src.kind], err))
 		}
 	}
-	return keys, nil
+	return keys, objs, errors.Join(errs...)
 }
 
 // report logs what a settled change of members wrote.
 func (t *term) report(s summary) {
 	t.a.s.Logger.Info("The ring's objects are placed among its members.",
 		"objects", s.objects, "ownersSet", s.owned, "handoversRequested", s.asked)
-}
-
-// partial is an empty metadata-only object of a kind.
-func partial(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	return obj
 }

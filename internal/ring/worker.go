@@ -5,8 +5,9 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kopf-go/kopf/internal/sharding"
 )
@@ -22,22 +23,34 @@ func (t *term) work(ctx context.Context) {
 	}
 }
 
-// handle places one object. A failed write (a conflict above all: the
-// object changed since the cache showed it) is tried again later, with
-// the object as the cache shows it then.
+// handle places one object as it was last seen. A write that fails with a
+// conflict (the object changed since) is tried again with the object as
+// it is now: read anew, unless a newer sighting has come meanwhile. Any
+// other failure is tried again later.
 func (t *term) handle(ctx context.Context, k key) {
 	defer t.queue.Done(k)
+	s, ok := t.take(k)
+	if !ok {
+		t.queue.Forget(k)
+		return
+	}
 	t.mu.Lock()
 	live, round := t.members, t.round
 	t.mu.Unlock()
-	mv, wrote, err := t.place(ctx, k, live)
+	mv, wrote, err := t.place(ctx, k, s, live)
+	if apierrors.IsConflict(err) {
+		t.a.s.Logger.V(1).Info("An object changed while it was placed; it is placed again.", "object", k.String())
+		var again bool
+		if again, err = t.reread(ctx, k); err == nil && again {
+			t.queue.Forget(k)
+			return // the tally counts it when it is placed as it is now
+		}
+		mv = sharding.Move{}
+	}
 	if err != nil {
+		t.putBack(k, s)
 		t.queue.AddRateLimited(k)
-		switch {
-		case ctx.Err() != nil:
-		case apierrors.IsConflict(err):
-			t.a.s.Logger.V(1).Info("An object changed while it was placed; it is placed again.", "object", k.String())
-		default:
+		if ctx.Err() == nil {
 			t.a.s.Logger.Error(err, "An object could not be placed; it is tried again.", "object", k.String())
 		}
 		return
@@ -48,36 +61,50 @@ func (t *term) handle(ctx context.Context, k key) {
 	}
 }
 
+// reread queues an object again as the API server has it now; true if
+// it did. One that is gone needs no owner.
+func (t *term) reread(ctx context.Context, k key) (bool, error) {
+	o, err := t.resource(k).Get(ctx, k.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s %s: %w", t.a.s.Kinds[k.kind].Kind, k, err)
+	}
+	t.offer(k, o)
+	return true, nil
+}
+
+// resource is the metadata client of one object.
+func (t *term) resource(k key) metadata.ResourceInterface {
+	if t.namespaced[k.kind] {
+		return t.byKind[k.kind].Namespace(k.Namespace)
+	}
+	return t.byKind[k.kind]
+}
+
 // place decides the object's move among the live members and writes it;
 // true if it wrote one. An object that is gone needs none. Objects being
 // deleted are placed too: their deletion handlers need an owner.
-func (t *term) place(ctx context.Context, k key, live []string) (sharding.Move, bool, error) {
-	gvk := t.a.s.Kinds[k.kind]
-	obj := partial(gvk)
-	if err := t.cache.Get(ctx, k.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return sharding.Move{}, false, nil
-		}
-		return sharding.Move{}, false, fmt.Errorf("read %s %s: %w", gvk.Kind, k, err)
-	}
-	ring := t.a.s.Ring
-	now := sharding.Placement{Owner: obj.Labels[OwnerLabel(ring)], Next: obj.Annotations[NextAnnotation(ring)]}
-	mv, ok := sharding.Place(string(obj.UID), now, live)
+func (t *term) place(ctx context.Context, k key, s seen, live []string) (sharding.Move, bool, error) {
+	mv, ok := sharding.Place(s.uid, s.now, live)
 	if !ok {
 		return mv, false, nil
 	}
-	body, err := patchBody(ring, obj.ResourceVersion, mv)
+	body, err := patchBody(t.a.s.Ring, s.resourceVersion, mv)
 	if err != nil {
 		return mv, false, err
 	}
-	obj.SetGroupVersionKind(gvk)
-	if err := t.a.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+	if _, err := t.resource(k).Patch(ctx, k.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return sharding.Move{}, false, nil
 		}
-		return mv, false, fmt.Errorf("place %s %s: %w", gvk.Kind, k, err)
+		if apierrors.IsConflict(err) {
+			return mv, false, err
+		}
+		return mv, false, fmt.Errorf("place %s %s: %w", t.a.s.Kinds[k.kind].Kind, k, err)
 	}
-	t.logMove(k, now, mv)
+	t.logMove(k, s.now, mv)
 	return mv, true, nil
 }
 

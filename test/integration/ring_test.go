@@ -135,7 +135,7 @@ func startAssigner(t *testing.T, ns, identity string, lease time.Duration) (logs
 func startAssignerOn(t *testing.T, ns, identity string, lease time.Duration, clk clock.WithTicker) (logs *lines, stop func()) {
 	t.Helper()
 	logs = &lines{}
-	a, err := ring.NewAssigner(env.Config, nil, nil, nil, ring.AssignerSettings{
+	a, err := ring.NewAssigner(env.Config, nil, nil, ring.AssignerSettings{
 		Ring: "main", Namespace: ns, Identity: identity,
 		LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod,
 		Kinds: []schema.GroupVersionKind{configMapKind}, Namespaces: []string{ns},

@@ -1,0 +1,115 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// listPage is how many objects one request of the assigner's lists
+// returns: the list at a change of members is paged, so that neither the
+// API server nor the assigner holds the whole ring's metadata at once.
+const listPage = 500
+
+// source is where the assigner reads one kind's objects: the whole
+// cluster, or one served namespace.
+type source struct {
+	kind int
+	res  metadata.ResourceInterface
+}
+
+// kindResources are the metadata clients of the kinds, by kind, for
+// writing; sources are those of every kind and served namespace, for
+// listing and watching.
+func (a *Assigner) kindResources() (byKind []metadata.Getter, namespaced []bool, sources []source, err error) {
+	for i, gvk := range a.s.Kinds {
+		mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("find the resource of %s: %w", gvk, err)
+		}
+		res := a.objects.Resource(mapping.Resource)
+		scoped := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+		byKind, namespaced = append(byKind, res), append(namespaced, scoped)
+		if !scoped || len(a.s.Namespaces) == 0 {
+			sources = append(sources, source{kind: i, res: res})
+			continue
+		}
+		for _, ns := range a.s.Namespaces {
+			sources = append(sources, source{kind: i, res: res.Namespace(ns)})
+		}
+	}
+	return byKind, namespaced, sources, nil
+}
+
+// listAll lists every object of a source, a page at a time, and hands
+// each page's objects to seen.
+func (s source) listAll(ctx context.Context, seen func(key, *metav1.PartialObjectMetadata)) error {
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		list, err := s.res.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			seen(s.keyOf(o), o)
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// keyOf is the key of one of the source's objects.
+func (s source) keyOf(o metav1.Object) key {
+	return key{kind: s.kind, NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}
+}
+
+// reflector watches a source and hands every object it lists or hears of
+// to seen, keeping none: the assigner holds no copy of the ring's objects
+// (sharding.md, "The assigner").
+func (s source) reflector(seen func(key, *metav1.PartialObjectMetadata)) *toolscache.Reflector {
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return s.res.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return s.res.Watch(ctx, opts)
+		},
+	}
+	return toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, passOn{s, seen}, toolscache.ReflectorOptions{})
+}
+
+// passOn is a reflector's store that stores nothing: it passes every
+// object that is added, updated or listed on, and ignores deletions (a
+// deleted object needs no owner).
+type passOn struct {
+	s    source
+	seen func(key, *metav1.PartialObjectMetadata)
+}
+
+func (p passOn) Add(obj any) error    { p.pass(obj); return nil }
+func (p passOn) Update(obj any) error { p.pass(obj); return nil }
+func (p passOn) Delete(any) error     { return nil }
+func (p passOn) Resync() error        { return nil }
+
+func (p passOn) Replace(list []any, _ string) error {
+	for _, obj := range list {
+		p.pass(obj)
+	}
+	return nil
+}
+
+func (p passOn) pass(obj any) {
+	if o, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		p.seen(p.s.keyOf(o), o)
+	}
+}
