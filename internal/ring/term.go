@@ -29,9 +29,10 @@ type term struct {
 	queue      workqueue.TypedRateLimitingInterface[key]
 	tally      tally
 
-	mu      sync.Mutex
-	members []string // the live members, as last computed
-	round   int      // counts the changes of members
+	mu       sync.Mutex
+	members  []string // the live members, as last computed
+	round    int      // counts the changes of members
+	unlisted bool     // the last list of the objects failed
 
 	// pending holds the latest sighting of every queued object: what the
 	// assigner keeps of an object is only what it has still to place.
@@ -79,9 +80,12 @@ func (a *Assigner) newTerm(f *follower) (*term, error) {
 }
 
 // offer queues an object to be placed, as it is now.
-func (t *term) offer(k key, o *metav1.PartialObjectMetadata) {
+func (t *term) offer(k key, o *metav1.PartialObjectMetadata) { t.offerSeen(k, seenOf(t.a.s.Ring, o)) }
+
+// offerSeen queues an object to be placed, as it was seen.
+func (t *term) offerSeen(k key, s seen) {
 	t.pendingMu.Lock()
-	t.pending[k] = seenOf(t.a.s.Ring, o)
+	t.pending[k] = s
 	t.pendingMu.Unlock()
 	t.queue.Add(k)
 }
@@ -107,16 +111,17 @@ func (t *term) putBack(k key, s seen) {
 }
 
 // follow recomputes the live members at every Lease event and whenever
-// a member's Lease would expire, until ctx ends. A member whose death
-// could not be confirmed is asked about again after a renew period.
+// a member's Lease would expire, until ctx ends. What failed (a member's
+// death could not be confirmed, the objects could not be listed) is
+// tried again after a renew period.
 func (t *term) follow(ctx context.Context) {
 	for {
-		unconfirmed := t.recount(ctx)
+		again := t.recount(ctx)
 		var expiry <-chan time.Time
 		var timer clock.Timer
 		now := t.a.s.Clock.Now()
 		next, ok := t.f.live.NextExpiry(now)
-		if retry := now.Add(t.a.s.RenewPeriod); unconfirmed && (!ok || retry.Before(next)) {
+		if retry := now.Add(t.a.s.RenewPeriod); again && (!ok || retry.Before(next)) {
 			next, ok = retry, true
 		}
 		if ok {
@@ -138,10 +143,11 @@ func (t *term) follow(ctx context.Context) {
 }
 
 // recount takes the live members and, if they changed (or at the term's
-// start), queues every object to be placed among them. Members seen
-// expired are confirmed dead first; true if some could not be, and count
-// as live meanwhile.
-func (t *term) recount(ctx context.Context) (unconfirmed bool) {
+// start, or the last list failed), queues every object to be placed
+// among them. Members seen expired are confirmed dead first; those that
+// could not be count as live meanwhile. True if it must look again: a
+// confirmation or the list failed.
+func (t *term) recount(ctx context.Context) (again bool) {
 	now := t.a.s.Clock.Now()
 	dead, pending, err := confirmDead(ctx, t.a.leases.Leases(t.a.s.Namespace), t.a.s.Ring, t.f.live, now)
 	if err != nil && ctx.Err() == nil {
@@ -155,7 +161,7 @@ func (t *term) recount(ctx context.Context) (unconfirmed bool) {
 	slices.Sort(live)
 	live = slices.Compact(live)
 	t.mu.Lock()
-	if t.round > 0 && slices.Equal(live, t.members) {
+	if t.round > 0 && slices.Equal(live, t.members) && !t.unlisted {
 		t.mu.Unlock()
 		return len(pending) > 0
 	}
@@ -170,31 +176,35 @@ func (t *term) recount(ctx context.Context) (unconfirmed bool) {
 	}
 	keys, sightings, err := t.listAll(ctx)
 	if err != nil && ctx.Err() == nil {
-		t.a.s.Logger.Error(err, "The ring's objects could not all be listed; those listed are placed, the others as they change.")
+		t.a.s.Logger.Error(err, "The ring's objects could not all be listed; those listed are placed, and the list is tried again after a renew period.")
 	}
+	t.mu.Lock()
+	t.unlisted = err != nil
+	t.mu.Unlock()
 	if s, ok := t.tally.open(round, keys); ok {
 		t.report(s)
 	}
 	for i, k := range keys {
-		t.offer(k, sightings[i])
+		t.offerSeen(k, sightings[i])
 	}
-	return len(pending) > 0
+	return len(pending) > 0 || err != nil
 }
 
-// listAll lists every object of every source, a page at a time.
-func (t *term) listAll(ctx context.Context) ([]key, []*metav1.PartialObjectMetadata, error) {
+// listAll lists every object of every source, a page at a time, and
+// keeps of each only what placing reads.
+func (t *term) listAll(ctx context.Context) ([]key, []seen, error) {
 	var keys []key
-	var objs []*metav1.PartialObjectMetadata
+	var sightings []seen
 	var errs []error
 	for _, src := range t.sources {
 		err := src.listAll(ctx, func(k key, o *metav1.PartialObjectMetadata) {
-			keys, objs = append(keys, k), append(objs, o)
+			keys, sightings = append(keys, k), append(sightings, seenOf(t.a.s.Ring, o))
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list %s: %w", t.a.s.Kinds[src.kind], err))
 		}
 	}
-	return keys, objs, errors.Join(errs...)
+	return keys, sightings, errors.Join(errs...)
 }
 
 // report logs what a settled change of members wrote.
