@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -168,6 +172,47 @@ func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {
 	}
 }
 
+// A list of the objects that fails at a change of members is tried
+// again: objects that do not change meanwhile, which no watch event would
+// bring, still get their new owners.
+func TestAssignerListsAgainAfterAFailedList(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	m1, _ := startMember(t, ns, "kopf@host-1", nil)
+	m2, stop2 := startMember(t, ns, "kopf@host-2", nil)
+	m3, _ := startMember(t, ns, "kopf@host-3", nil)
+	createConfigMaps(t, ns, "cm", 30)
+	var failing, failed atomic.Int32
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			// The assigner's own list at a change of members: paged, and
+			// not from the watch cache as its watches' lists are.
+			q := req.URL.Query()
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/configmaps") &&
+				q.Get("limit") != "" && !q.Has("resourceVersion") && !q.Has("watch") && failing.Add(-1) >= 0 {
+				failed.Add(1)
+				return nil, errors.New("the test refuses this list")
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	logs, _ := startAssignerOn(t, ns, "kopf@host-1", time.Minute, clock.RealClock{}, cfg)
+	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
+
+	failing.Store(2)
+	if err := stop2(); err != nil {
+		t.Fatalf("the leaving member: Start() = %v", err)
+	}
+	eventually(t, "the leaver's objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m3)))
+	if failed.Load() != 2 {
+		t.Errorf("the test refused %d lists, want 2", failed.Load())
+	}
+	if !logs.has("could not all be listed") {
+		t.Error("the assigner did not say that its list failed")
+	}
+}
+
 // A member that stops renewing without deleting its Lease keeps its
 // objects until its Lease expires on the assigner's clock, then they
 // get new owners directly: nobody handles them.
@@ -297,7 +342,7 @@ func TestANewAssignerKnowsTheLeasesHistory(t *testing.T) {
 	// follows at first.
 	holdElection(t, ns, "the-test")
 	fake := clocktesting.NewFakeClock(time.Now())
-	logsB, _ := startAssignerOn(t, ns, "assigner-b", ringLease, fake)
+	logsB, _ := startAssignerOn(t, ns, "assigner-b", ringLease, fake, env.Config)
 
 	before := placements(t, ns)
 	failing.Store(true)

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -127,15 +128,15 @@ func names(members ...*ring.Member) []string {
 // level too) in logs.
 func startAssigner(t *testing.T, ns, identity string, lease time.Duration) (logs *lines, stop func()) {
 	t.Helper()
-	return startAssignerOn(t, ns, identity, lease, clock.RealClock{})
+	return startAssignerOn(t, ns, identity, lease, clock.RealClock{}, env.Config)
 }
 
 // startAssignerOn is startAssigner with the clock that times members'
-// liveness.
-func startAssignerOn(t *testing.T, ns, identity string, lease time.Duration, clk clock.WithTicker) (logs *lines, stop func()) {
+// liveness and the configuration it talks to the API server with.
+func startAssignerOn(t *testing.T, ns, identity string, lease time.Duration, clk clock.WithTicker, cfg *rest.Config) (logs *lines, stop func()) {
 	t.Helper()
 	logs = &lines{}
-	a, err := ring.NewAssigner(env.Config, nil, nil, ring.AssignerSettings{
+	a, err := ring.NewAssigner(cfg, nil, nil, ring.AssignerSettings{
 		Ring: "main", Namespace: ns, Identity: identity,
 		LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod,
 		Kinds: []schema.GroupVersionKind{configMapKind}, Namespaces: []string{ns},
