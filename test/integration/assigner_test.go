@@ -32,10 +32,7 @@ import (
 func TestAssignerGivesEveryObjectAnOwner(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	m1, _ := startMember(t, ns, "kopf@host-1", nil)
-	m2, _ := startMember(t, ns, "kopf@host-2", nil)
-	m3, _ := startMember(t, ns, "kopf@host-3", nil)
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, _, _ := startThree(t, ns, nil)
 	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
 
 	live := names(m1, m2, m3)
@@ -60,10 +57,7 @@ func TestAssignerGivesEveryObjectAnOwner(t *testing.T) {
 func TestAssignerAsksForHandovers(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	m1, _ := startMember(t, ns, "kopf@host-1", nil)
-	m2, _ := startMember(t, ns, "kopf@host-2", nil)
-	m3, _ := startMember(t, ns, "kopf@host-3", nil)
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, _, _ := startThree(t, ns, nil)
 	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	before := placements(t, ns)
@@ -150,10 +144,7 @@ func stillFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	m1, _ := startMember(t, ns, "kopf@host-1", nil)
-	m2, stop2 := startMember(t, ns, "kopf@host-2", nil)
-	m3, _ := startMember(t, ns, "kopf@host-3", nil)
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, stop2, _ := startThree(t, ns, nil)
 	logs, _ := startAssigner(t, ns, "kopf@host-1", time.Minute)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	before := placements(t, ns)
@@ -178,10 +169,7 @@ func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {
 func TestAssignerListsAgainAfterAFailedList(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	m1, _ := startMember(t, ns, "kopf@host-1", nil)
-	m2, stop2 := startMember(t, ns, "kopf@host-2", nil)
-	m3, _ := startMember(t, ns, "kopf@host-3", nil)
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, stop2, _ := startThree(t, ns, nil)
 	var failing, failed atomic.Int32
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -244,10 +232,7 @@ func TestAssignerMovesADeadMembersObjectsAfterTheLease(t *testing.T) {
 func TestAssignersElectOne(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	m1, _ := startMember(t, ns, "kopf@host-1", nil)
-	m2, _ := startMember(t, ns, "kopf@host-2", nil)
-	m3, _ := startMember(t, ns, "kopf@host-3", nil)
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, _, _ := startThree(t, ns, nil)
 	logsA, stopA := startAssigner(t, ns, "assigner-a", ringLease)
 	logsB, stopB := startAssigner(t, ns, "assigner-b", ringLease)
 	live := names(m1, m2, m3)
@@ -293,11 +278,20 @@ func assignerHolder(t *testing.T, ns string) string {
 func startStallableRing(t *testing.T, ns string) (m1, m2, m3 *ring.Member, failing *atomic.Bool, stop3 func() error) {
 	t.Helper()
 	failing = &atomic.Bool{}
-	m1, _ = startMember(t, ns, "kopf@host-1", nil)
-	m2, _ = startMember(t, ns, "kopf@host-2", nil)
-	m3, stop3 = startMember(t, ns, "kopf@host-3", stallable(t, failing))
-	createConfigMaps(t, ns, "cm", 30)
+	m1, m2, m3, _, stop3 = startThree(t, ns, stallable(t, failing))
 	return m1, m2, m3, failing, stop3
+}
+
+// startThree starts the members kopf@host-1, -2 and -3 of the ring
+// "main", the third writing its Lease with third (env.Client if nil), and
+// 30 ConfigMaps in ns; stop2 and stop3 stop the second and the third.
+func startThree(t *testing.T, ns string, third client.Client) (m1, m2, m3 *ring.Member, stop2, stop3 func() error) {
+	t.Helper()
+	m1, _ = startMember(t, ns, "kopf@host-1", nil)
+	m2, stop2 = startMember(t, ns, "kopf@host-2", nil)
+	m3, stop3 = startMember(t, ns, "kopf@host-3", third)
+	createConfigMaps(t, ns, "cm", 30)
+	return m1, m2, m3, stop2, stop3
 }
 
 // stallable is a client whose writes fail once failing is set.
