@@ -28,15 +28,15 @@ type source struct {
 // kindResources are the metadata clients of the kinds, by kind, for
 // writing; sources are those of every kind and served namespace, for
 // listing and watching.
-func (a *Assigner) kindResources() (byKind []metadata.Getter, namespaced []bool, sources []source, err error) {
+func (a *Assigner) kindResources() (byKind []metadata.Getter, sources []source, err error) {
 	for i, gvk := range a.s.Kinds {
 		mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("find the resource of %s: %w", gvk, err)
+			return nil, nil, fmt.Errorf("find the resource of %s: %w", gvk, err)
 		}
 		res := a.objects.Resource(mapping.Resource)
 		scoped := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-		byKind, namespaced = append(byKind, res), append(namespaced, scoped)
+		byKind = append(byKind, res)
 		if !scoped || len(a.s.Namespaces) == 0 {
 			sources = append(sources, source{kind: i, res: res})
 			continue
@@ -45,7 +45,7 @@ func (a *Assigner) kindResources() (byKind []metadata.Getter, namespaced []bool,
 			sources = append(sources, source{kind: i, res: res.Namespace(ns)})
 		}
 	}
-	return byKind, namespaced, sources, nil
+	return byKind, sources, nil
 }
 
 // listAll lists every object of a source, a page at a time, and hands

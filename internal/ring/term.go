@@ -21,13 +21,12 @@ import (
 type term struct {
 	a *Assigner
 	f *follower
-	// byKind and namespaced are the kinds' metadata clients, for writes;
+	// byKind are the kinds' metadata clients, for writes;
 	// sources are what it lists and watches.
-	byKind     []metadata.Getter
-	namespaced []bool
-	sources    []source
-	queue      workqueue.TypedRateLimitingInterface[key]
-	tally      tally
+	byKind  []metadata.Getter
+	sources []source
+	queue   workqueue.TypedRateLimitingInterface[key]
+	tally   tally
 
 	mu       sync.Mutex
 	members  []string // the live members, as last computed
@@ -71,11 +70,11 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 
 // newTerm makes a term's clients and queue.
 func (a *Assigner) newTerm(f *follower) (*term, error) {
-	byKind, namespaced, sources, err := a.kindResources()
+	byKind, sources, err := a.kindResources()
 	if err != nil {
 		return nil, err
 	}
-	return &term{a: a, f: f, byKind: byKind, namespaced: namespaced, sources: sources, pending: map[key]seen{},
+	return &term{a: a, f: f, byKind: byKind, sources: sources, pending: map[key]seen{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())}, nil
 }
 

@@ -77,10 +77,9 @@ func (t *term) reread(ctx context.Context, k key) (bool, error) {
 
 // resource is the metadata client of one object.
 func (t *term) resource(k key) metadata.ResourceInterface {
-	if t.namespaced[k.kind] {
-		return t.byKind[k.kind].Namespace(k.Namespace)
-	}
-	return t.byKind[k.kind]
+	// A cluster-scoped object's namespace is empty, which names no
+	// namespace in the request.
+	return t.byKind[k.kind].Namespace(k.Namespace)
 }
 
 // place decides the object's move among the live members and writes it;
