@@ -135,21 +135,41 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
-	prober, err := setup(mgr, reg, withFlags(opts, f))
+	installed, err := setup(mgr, reg, withFlags(opts, f))
 	if err != nil {
 		return err
 	}
 	if f.Liveness != "" {
-		if err := serveLiveness(mgr, prober, f.Liveness); err != nil {
+		if err := serveLiveness(mgr, installed.Prober, f.Liveness); err != nil {
 			return err
 		}
 	}
 	logger.Info("Client is configured.", "host", cfg.Host)
-	if err := mgr.Start(ctx); err != nil {
+	if err := runManager(ctx, mgr, installed.Lost); err != nil {
 		return fmt.Errorf("run the operator: %w", err)
 	}
 	logger.Info("Operator has stopped.")
 	return nil
+}
+
+// runManager runs the manager until ctx ends, with its graceful stop. If
+// the replica loses its ring membership, it returns ErrShardMembershipLost
+// at once instead, without waiting for the graceful stop, as
+// controller-runtime skips it on lost leadership: the process must exit
+// before the others may take the replica's objects over, whatever its
+// handlers and daemons still do (they were cancelled at the fence). The
+// manager stops on its own after that, in a process that is exiting.
+func runManager(ctx context.Context, mgr manager.Manager, lost <-chan struct{}) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-lost:
+		return ErrShardMembershipLost
+	}
 }
 
 // runnerManagerOptions configure the runner's own manager.

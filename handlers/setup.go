@@ -173,19 +173,20 @@ func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
 	return err
 }
 
-// setup is SetupWithManager that also returns the prober of the probe
-// handlers, for the runner's liveness endpoint.
-func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Prober, error) {
+// setup is SetupWithManager that also returns what the runner needs: the
+// prober of the probe handlers, for its liveness endpoint, and the signal
+// of a lost ring membership, on which it exits.
+func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Installed, error) {
 	// Before anything is added to the manager: a refused registry leaves
 	// no controllers behind.
 	if err := reg.checkResources(mgr.GetScheme()); err != nil {
 		return nil, err
 	}
-	prober, err := reactor.Setup(mgr, &reg.reg, opts.settings())
+	installed, err := reactor.Setup(mgr, &reg.reg, opts.settings())
 	if err != nil {
 		return nil, err
 	}
-	return prober, setupWebhooks(mgr, reg, opts.Webhooks)
+	return installed, setupWebhooks(mgr, reg, opts.Webhooks)
 }
 
 // Client returns the operator's client in a handler (of any kind: change,

@@ -1,19 +1,53 @@
 package handlers
 
 import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/kopf-go/kopf/internal/ring"
-	"github.com/kopf-go/kopf/internal/sharding"
 )
 
-// ShardMember is the name of the replica with the given identity in its
-// ring, as the owner label and the member's Lease name it: a short hash of
-// the identity ("m" and 12 hex digits), since identities (user@host/...)
-// are not valid label values. A program that reads owner labels, or looks
-// for a replica's Lease, maps the label back to a replica with it.
-func ShardMember(identity string) string { return sharding.MemberName(identity) }
+// ErrShardMembershipLost is what a sharded operator's manager returns
+// (wrapped) once the replica has lost its ring membership: it could not
+// renew its Lease within the renew deadline, or the Lease was deleted or
+// taken over under it. Every handler and daemon was cancelled at that
+// moment; the program must exit, as after lost leadership
+// (docs/sharding.md, docs/embedding.md). The standalone runner exits with
+// status 1 at once.
+var ErrShardMembershipLost = ring.ErrMembershipLost
 
 // ShardOwnerLabel is the key of the label that names an object's owner in
-// the ring: "shard.kopf.dev/<ring>". Its value is a ShardMember. It selects
-// a replica's objects (`kubectl get ... -l shard.kopf.dev/main=<member>`) or
-// shows them all with their owners (`-L shard.kopf.dev/main`).
-func ShardOwnerLabel(ringName string) string { return ring.OwnerLabel(ringName) }
+// the ring of that name whose Leases live in namespace:
+// "<namespace>.shard.kopf.dev/<ring>". Its value is a member's name, which
+// ShardMembers maps to replicas. It selects a replica's objects
+// (`kubectl get ... -l kopf-system.shard.kopf.dev/main=<member>`) or shows
+// them all with their owners (`-L kopf-system.shard.kopf.dev/main`).
+func ShardOwnerLabel(namespace, ringName string) string {
+	return ring.KeysOf(namespace, ringName).Owner
+}
+
+// ShardMembers maps the names of a ring's members (the values of its
+// owner labels) to the identities of the replicas that hold them, as the
+// members' Leases in namespace say; a member name is a short hash, since
+// identities (user@host/...) are not valid label values, and a new one
+// for every run that does not take over an earlier run's Lease. Released
+// Leases (members that left) are not listed.
+func ShardMembers(ctx context.Context, c client.Reader, namespace, ringName string) (map[string]string, error) {
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(namespace), client.MatchingLabels{ring.RingLabel: ringName}); err != nil {
+		return nil, fmt.Errorf("list the Leases of the ring %q in %s: %w", ringName, namespace, err)
+	}
+	members := map[string]string{}
+	for i := range leases.Items {
+		lease := &leases.Items[i]
+		member, ok := ring.MemberOfLease(ringName, lease.Name)
+		if ok && !ring.Released(lease) {
+			members[member] = ptr.Deref(lease.Spec.HolderIdentity, "")
+		}
+	}
+	return members, nil
+}

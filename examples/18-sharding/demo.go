@@ -175,20 +175,23 @@ func (d *demoRun) start(ctx context.Context, name string) error {
 		defer close(r.done)
 		r.err = mgr.Start(runCtx)
 	}()
-	member := handlers.ShardMember(name)
-	d.running[name], d.names[member] = r, name
-	lease := &unstructured.Unstructured{}
-	lease.SetAPIVersion("coordination.k8s.io/v1")
-	lease.SetKind("Lease")
-	key := client.ObjectKey{Namespace: d.ns, Name: "kopf-shard-" + demoRing + "-" + member}
+	d.running[name] = r
+	// The replica's name in the ring (the owner labels' value) is on its
+	// Lease, beside its identity.
 	return d.waitFor(ctx, name+" joins the ring", func() (bool, error) {
-		err := d.c.Get(ctx, key, lease)
-		return err == nil, client.IgnoreNotFound(err)
+		members, err := handlers.ShardMembers(ctx, d.c, d.ns, demoRing)
+		for member, identity := range members {
+			if identity == name {
+				d.names[member] = name
+				return true, nil
+			}
+		}
+		return false, err
 	})
 }
 
-// stop stops a replica gracefully: it stops its daemons, and then deletes
-// its Lease, which moves its objects to the others at once.
+// stop stops a replica gracefully: it stops its daemons, and then
+// releases its Lease, which moves its objects to the others at once.
 func (d *demoRun) stop(name string) error {
 	r := d.running[name]
 	delete(d.running, name)
@@ -254,7 +257,7 @@ func (d *demoRun) read(ctx context.Context) (map[string]ownership, error) {
 	}
 	// The owner label names a member; the handover annotation beside it,
 	// the next one.
-	label := handlers.ShardOwnerLabel(demoRing)
+	label := handlers.ShardOwnerLabel(d.ns, demoRing)
 	out := map[string]ownership{}
 	for _, obj := range list.Items {
 		message, _, _ := unstructured.NestedString(obj.Object, "status", "create_fn", "message")

@@ -61,6 +61,10 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 		return
 	}
 	o := s.objectLocked(ref, host, log)
+	// An object seen again is not gone: it came back (into a ring
+	// member's cache, say) while its runners were still stopping, and
+	// their exits must ask for the reconcile that spawns them again.
+	o.gone = false
 	o.memo = m
 	if essence != o.essence {
 		o.essence = essence

@@ -88,6 +88,44 @@ func (s *Supervisor) Pause() {
 	}
 }
 
+// Fence cancels the context of every daemon and timer at once, without
+// the cancellation backoff of a graceful stop, and spawns nothing from
+// then on: the replica has lost its ring membership, and others may take
+// its objects over once the margin of their lease is over (sharding.md).
+// The runners still exit on their own, and the shutdown still waits for
+// them and says which it leaves behind.
+func (s *Supervisor) Fence() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	for _, o := range s.objects {
+		for _, r := range o.runners {
+			r.stop(StopOperatorExiting)
+			if r.reason&StopCancelled == 0 {
+				r.cancelLocked()
+			}
+		}
+	}
+}
+
+// Idle reports whether no daemon, timer or tracked handler runs any more,
+// abandoned ones included: only then may a ring member give up its Lease
+// (a goroutine that still runs could still act on an object that the ring
+// would give to another member at once).
+func (s *Supervisor) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.inflight) > 0 {
+		return false
+	}
+	for _, o := range s.objects {
+		if len(o.runners) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Resume lets daemons and timers be spawned again after a freeze.
 func (s *Supervisor) Resume() {
 	s.mu.Lock()

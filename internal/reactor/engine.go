@@ -45,11 +45,9 @@ type engine struct {
 	reg     *registry.Registry
 	// settings are the engine's settings, with defaults.
 	settings Settings
-	// shard is this replica's place in its ring; nil: not sharded.
-	shard *shard
-	// leaseClient writes the member's Lease: it is the direct client
-	// without the bound of a ring member's writes to objects.
-	leaseClient client.Client
+	// own says which objects are this replica's: all of them, or a ring
+	// member's share.
+	own ownership
 	// started: the startup handlers have finished.
 	started atomic.Bool
 	log     logr.Logger
@@ -61,7 +59,24 @@ func (e *engine) NeedLeaderElection() bool { return true }
 
 // Start runs the startup handlers, then the controllers until the
 // operator stops (pausing while it is frozen), then the cleanup handlers.
+// If the replica loses its objects at once (a ring member's fence), every
+// handler's and daemon's context is cancelled then, without the graceful
+// stop's backoffs.
 func (e *engine) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-e.own.lost():
+			e.log.Info("This replica lost its objects: every handler and daemon is cancelled now.")
+			e.sup.Fence()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer func() { <-watched }()
+	defer cancel()
 	if err := e.startup(ctx); err != nil {
 		return err
 	}
@@ -123,8 +138,14 @@ func (e *engine) runUntilFrozen(ctx context.Context) (bool, error) {
 }
 
 // run builds a fresh cache and fresh controllers, runs them until ctx is
-// done, and waits for all of them.
+// done, and waits for all of them. The cache waits for the ownership to be
+// ready: a ring member's selects its share by its name in the ring.
 func (e *engine) run(ctx context.Context) error {
+	select {
+	case <-e.own.ready():
+	case <-ctx.Done():
+		return nil
+	}
 	c, err := e.cacheOf()
 	if err != nil {
 		return fmt.Errorf("create the cache: %w", err)
@@ -163,9 +184,7 @@ func (e *engine) run(ctx context.Context) error {
 			e.recallGone(ctx, c)
 			return nil
 		})
-		if e.shard != nil {
-			start(e.summarizeShard)
-		}
+		start(func(ctx context.Context) error { return e.own.watch(ctx, e) })
 	}
 	wg.Wait()
 	close(errs)
@@ -255,7 +274,7 @@ func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller
 	if err != nil {
 		return nil, fmt.Errorf("create the controller for %s: %w", r.gvk.Kind, err)
 	}
-	if err := ctrl.Watch(source.Kind[client.Object](c, r.newObject(), &noticingHandler{memories: r.memories, shard: r.shard, log: e.log})); err != nil {
+	if err := ctrl.Watch(source.Kind[client.Object](c, r.newObject(), &noticingHandler{memories: r.memories, own: e.own})); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
 	}
 	// Daemons ask for reconciles (to release a finalizer, or to spawn

@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -13,23 +12,23 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 )
 
-// handoverPolling is how often a handover held up by stopping daemons is
-// looked at again, at the most: their exit asks for a reconcile anyway.
+// handoverPolling is how often a handover (or a stand-by) held up by
+// stopping daemons is looked at again: their exit asks for a reconcile
+// anyway, but an abandoned daemon's may be long in coming.
 const handoverPolling = 5 * time.Second
 
 // handOver lets go of an object that the assigner moves to another member
 // (docs/sharding.md, "Handover"). This worker is the object's only one, so
 // no handler of it runs now; its daemons and timers are stopped the usual
 // way, as for a pause, and waited for, the abandoned ones too, since they
-// still run. Then the owner label moves to the next member in one write
-// guarded by the resourceVersion: the acknowledgement, and this member's
-// last write to the object. A conflict means the object changed: the
-// next cycle looks at it again.
+// still run. Then the owner label and the grant move to the next member in
+// one write guarded by the resourceVersion: the acknowledgement, and this
+// member's last write to the object. A conflict means the object changed:
+// the next cycle looks at it again.
 func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (reconcile.Result, error) {
-	b := r.sup.Stop(c.obj.GetUID(), daemons.StopOperatorPausing)
-	if running := append(b.Names, b.Abandoned...); len(running) > 0 {
+	if running := r.stopAndWait(c, daemons.StopOperatorPausing); len(running) > 0 {
 		c.local.V(1).Info(fmt.Sprintf("The handover to %s waits for %s to exit.", next, running))
-		return reconcile.Result{RequeueAfter: min(cmp.Or(b.Polling, handoverPolling), handoverPolling)}, nil
+		return reconcile.Result{RequeueAfter: handoverPolling}, nil
 	}
 	if c.mem.unwritten != nil {
 		// The last cycle's outcomes go first: the next owner reads them.
@@ -41,9 +40,11 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 	// Marked before the write: the DELETED event of the object leaving
 	// the cache may come before the write's answer.
 	r.markHandedOver(c.obj.GetUID())
-	err := r.writer.send(ctx, c.obj, r.shard.acknowledgement(c.obj, next), false)
+	ack, settle := r.own.letGo(c.obj, next)
+	err := r.writer.send(ctx, c.obj, ack, false)
+	settle(err == nil)
 	if err != nil {
-		r.shard.handed.Delete(c.obj.GetUID())
+		r.handed.Delete(c.obj.GetUID())
 	}
 	switch {
 	case apierrors.IsConflict(err):
@@ -54,9 +55,30 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	r.shard.released.Add(1)
 	c.local.V(1).Info(fmt.Sprintf("Handed the object over to %s.", next))
 	return reconcile.Result{}, nil
+}
+
+// standBy runs nothing for an object that is in the cache but not this
+// replica's to work on, and stops its daemons and timers if it has any
+// (as for a pause: the object lives on, elsewhere). Nothing is requeued:
+// the change of its labels that makes it this replica's again, or takes
+// it away, brings an event.
+func (r *reconciler) standBy(c *cycle, why string) (reconcile.Result, error) {
+	if running := r.stopAndWait(c, daemons.StopOperatorPausing); len(running) > 0 {
+		c.local.V(1).Info(fmt.Sprintf("This replica does not work on the object (%s); waiting for %s to exit.", why, running))
+		return reconcile.Result{RequeueAfter: handoverPolling}, nil
+	}
+	c.local.V(1).Info(fmt.Sprintf("This replica does not work on the object: %s.", why))
+	return reconcile.Result{}, nil
+}
+
+// stopAndWait stops the object's daemons and timers for the reason and
+// lists those that still run, abandoned ones included: a goroutine that
+// still runs may still act on the object.
+func (r *reconciler) stopAndWait(c *cycle, reason daemons.StopReason) []string {
+	b := r.sup.Stop(c.obj.GetUID(), reason)
+	return append(b.Names, b.Abandoned...)
 }
 
 // markHandedOver remembers, for kinds with on-event handlers, an object
@@ -66,6 +88,13 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 // for real in the instant of its handover is not heard of either.)
 func (r *reconciler) markHandedOver(uid types.UID) {
 	if len(r.kind.Watching) > 0 {
-		r.shard.handed.Store(uid, struct{}{})
+		r.handed.Store(uid, struct{}{})
 	}
+}
+
+// wasHandedOver reports (once) whether a DELETED event is an object that
+// this member handed over rather than one that was deleted.
+func (r *reconciler) wasHandedOver(uid types.UID) bool {
+	_, ok := r.handed.LoadAndDelete(uid)
+	return ok
 }

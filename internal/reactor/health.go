@@ -23,8 +23,8 @@ const (
 // on a standby replica that waits for leadership, a liveness
 // check that runs the probe handlers (a freeze does not fail it: a restart
 // would not help). (The frozen-state metric is operatorMetrics'.)
-func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Registry, s Settings) (*Prober, error) {
-	ready := func(*http.Request) error { return readiness(mgr.Elected(), e.started.Load, e.toggle) }
+func addHealth(mgr manager.Manager, e *engine, reg *registry.Registry, s Settings) (*Prober, error) {
+	ready := func(*http.Request) error { return readiness(mgr.Elected(), e.started.Load, e.toggle, e.own.lost()) }
 	if err := mgr.AddReadyzCheck(ReadyzCheckName, ready); err != nil {
 		return nil, fmt.Errorf("add the readiness check: %w", err)
 	}
@@ -39,8 +39,14 @@ func addHealth(mgr manager.Manager, e *engine, identity string, reg *registry.Re
 // the leader runs no engine and is ready: it stands by, as controller-runtime's
 // own checks have it, and a Deployment's rolling update can bring a new
 // replica up while the old one still holds the Lease. (Without leader
-// election, elected is closed from the start.)
-func readiness(elected <-chan struct{}, started func() bool, toggle *freeze.Toggle) error {
+// election, elected is closed from the start.) A ring member that lost its
+// membership is not ready: it handles nothing any more.
+func readiness(elected <-chan struct{}, started func() bool, toggle *freeze.Toggle, lost <-chan struct{}) error {
+	select {
+	case <-lost:
+		return errors.New("this replica lost its ring membership and handles no objects")
+	default:
+	}
 	select {
 	case <-elected:
 	default:

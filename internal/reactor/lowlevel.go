@@ -75,7 +75,7 @@ func (l *lowLevel) handle(raw any, eventType string) {
 	var mem *memory
 	switch eventType {
 	case causes.EventListed, causes.EventAdded:
-		l.r.memories.notice(obj.GetUID(), key, eventType == causes.EventListed || l.r.shard != nil)
+		l.r.memories.notice(obj.GetUID(), key, l.r.own.foundAtStart(eventType == causes.EventListed))
 		mem = l.r.memories.recall(obj.GetUID(), key)
 	default:
 		mem = l.r.memories.known(obj.GetUID())
@@ -89,7 +89,7 @@ func (l *lowLevel) handle(raw any, eventType string) {
 	// An object handed over to another replica leaves this one's cache
 	// with a DELETED event, but it was not deleted: its index entries go,
 	// as it is no longer in this replica's share, and nothing else happens.
-	if eventType == causes.EventDeleted && l.r.shard.wasHandedOver(obj.GetUID()) {
+	if eventType == causes.EventDeleted && l.r.wasHandedOver(obj.GetUID()) {
 		return
 	}
 	for _, h := range l.r.kind.MatchEvents(subject) {

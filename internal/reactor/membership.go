@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/ring"
 )
@@ -49,13 +51,17 @@ func (f *finishing) Start(ctx context.Context) error {
 func (f *finishing) NeedLeaderElection() bool { return false }
 
 // membership holds the member's Lease while the replica runs. On a
-// graceful stop, it gives the Lease up only after the engine and the
-// daemons have stopped (docs/sharding.md, "Leaving"): the ring then moves
-// the member's objects at once, so nothing of this member may still run.
-// When the member loses its membership, the error stops the manager, and
-// with it the engine.
+// graceful stop, it releases the Lease only after the engine and the
+// supervisor have stopped and no daemon, timer or handler runs any more
+// (docs/sharding.md, "Leaving"): the ring then moves the member's objects
+// at once, so nothing of this member may still run. If something still
+// runs (a daemon that ignored its stop), the Lease is left to expire
+// instead. When the member loses its membership, the error stops the
+// manager; the engine has cancelled its work at the fence already.
 type membership struct {
 	member *ring.Member
+	sup    *daemons.Supervisor
+	log    logr.Logger
 	// after are the runnables that stop before the Lease goes.
 	after []*finishing
 }
@@ -63,13 +69,13 @@ type membership struct {
 func (m *membership) NeedLeaderElection() bool { return false }
 
 func (m *membership) Start(ctx context.Context) error {
-	memberCtx, leave := context.WithCancel(context.WithoutCancel(ctx))
-	defer leave()
+	memberCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
 	result := make(chan error, 1)
 	go func() { result <- m.member.Start(memberCtx) }()
 	select {
 	case err := <-result:
-		return err // fenced, or never joined: the manager stops
+		return err // fenced: the manager stops
 	case <-ctx.Done():
 	}
 	for _, f := range m.after {
@@ -79,9 +85,23 @@ func (m *membership) Start(ctx context.Context) error {
 			return err // fenced while stopping: the Lease stays to expire
 		}
 	}
-	leave()
-	return <-result
+	stop()
+	if err := <-result; err != nil {
+		return err
+	}
+	if !m.sup.Idle() {
+		m.log.Error(nil, "Daemons or handlers of this replica still run after its stop: its Lease is not released but left to expire, "+
+			"so that the ring moves its objects only once this process has exited.", "lease", m.member.LeaseName())
+		return nil
+	}
+	releasing, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return m.member.Release(releasing)
 }
+
+// releaseTimeout bounds the release of the Lease after a graceful stop;
+// a release that fails leaves the Lease to expire.
+const releaseTimeout = 10 * time.Second
 
 // whileThawed runs a runnable only while the operator is not frozen: a
 // freeze stops it (its context ends), and the thaw starts it again. The

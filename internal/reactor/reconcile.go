@@ -3,6 +3,7 @@ package reactor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,8 +37,11 @@ type reconciler struct {
 	// daemonLog is the kind's logger for daemons and timers: they outlive
 	// the reconcile that spawned them, so they do not take its logger.
 	daemonLog logr.Logger
-	// shard is this replica's place in its ring; nil: not sharded.
-	shard *shard
+	// own says which objects are this replica's to work on.
+	own ownership
+	// handed are the uids of objects handed over whose DELETED event (the
+	// object leaving the cache) is still to come, for on-event handlers.
+	handed sync.Map
 }
 
 // Reconcile runs one processing cycle of one object: detect the cause,
@@ -83,9 +87,13 @@ func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (recon
 	c.newEssence = r.settings.DiffBase.Build(c.body, r.kind.ExtraFields())
 	r.settings.Progress.Clear(c.newEssence)
 
-	// An object being moved to another replica runs nothing more here.
-	if next := r.shard.handoverTo(c.obj); next != "" {
-		return r.handOver(ctx, c, next)
+	// An object being moved to another replica runs nothing more here,
+	// nor one that is not this replica's to work on (yet, or any more).
+	switch cl := r.own.claim(c.obj, now); cl.kind {
+	case handOver:
+		return r.handOver(ctx, c, cl.next)
+	case standBy:
+		return r.standBy(c, cl.why)
 	}
 
 	// Daemons and timers follow every state of the object, consistent or
@@ -133,5 +141,5 @@ func (r *reconciler) handlerContext(ctx context.Context, log logr.Logger) contex
 // daemons or timers. A kind with low-level handlers only has none, unless
 // it is sharded: handing its objects over takes a reconcile.
 func (r *reconciler) reconciles() bool {
-	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.shard != nil
+	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.reconcilesEveryKind()
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,18 +28,24 @@ import (
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/ring"
-	"github.com/kopf-go/kopf/internal/sharding"
 )
+
+// Installed is what Setup gives back: the prober of the probe handlers
+// (the one behind the liveness check), so that another endpoint can serve
+// the same probes, with the same memo and indices; and Lost, closed if the
+// replica loses its objects at once (a ring member's fence; nil if it is
+// not sharded), so that a program can exit without a graceful stop.
+type Installed struct {
+	Prober *Prober
+	Lost   <-chan struct{}
+}
 
 // Setup adds the engine to the manager: the kinds' controllers (run by
 // the engine itself, so that a freeze can stop their watches), the daemon
 // supervisor, peering, a readiness check, and the metrics of handlers,
 // daemons, objects and the frozen state (on controller-runtime's registry).
-// Problems of the registration are reported here, all at once. It returns
-// the prober of the probe handlers (the one behind the liveness check), so
-// that another endpoint can serve the same probes, with the same memo and
-// indices.
-func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, error) {
+// Problems of the registration are reported here, all at once.
+func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed, error) {
 	if err := reg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid handler registration: %w", err)
 	}
@@ -60,9 +65,13 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 	if s.Peering.Identity == "" {
 		s.Peering.Identity = peering.Identity(false, s.Clock.Now())
 	}
-	s.Peering.Ring = s.Sharding.Ring
-	if s.Sharding.Ring != "" && s.Sharding.Namespace == "" {
-		s.Sharding.Namespace = leaseNamespace(s.Namespaces)
+	if s.Sharding.Ring != "" {
+		if s.Sharding.Namespace == "" {
+			s.Sharding.Namespace = leaseNamespace(s.Namespaces)
+		}
+		// Peers tell rings apart by namespace and name, as the ring's
+		// keys do.
+		s.Peering.Ring = ring.ID(s.Sharding.Namespace, s.Sharding.Ring)
 	}
 	eng, err := newEngine(mgr, reg, s)
 	if err != nil {
@@ -75,61 +84,20 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Prober, er
 		return nil, err
 	}
 	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle, ring: s.Sharding.Ring}
-	runnables := []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics}
-	if eng.shard != nil {
-		if runnables, err = ringRunnables(mgr, eng, runnables, s); err != nil {
-			return nil, err
-		}
+	runnables, err := eng.own.runnables(eng, []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics})
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
 			return nil, fmt.Errorf("add the engine to the manager: %w", err)
 		}
 	}
-	return addHealth(mgr, eng, peers.Identity(), reg, s)
-}
-
-// ringRunnables makes a ring member of the replica: the engine, its
-// daemons, its Events and peering run on every replica, the member's
-// Lease is held until they have stopped, and the assigner campaigns for
-// its role.
-func ringRunnables(mgr manager.Manager, eng *engine, runnables []manager.Runnable, s Settings) ([]manager.Runnable, error) {
-	log := mgr.GetLogger().WithName("ring")
-	// The Lease is written without the bound of the member's writes: it
-	// is what extends them.
-	member, err := ring.NewMember(eng.leaseClient, ring.Settings{Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace,
-		Identity: s.Peering.Identity, LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline,
-		RenewPeriod: s.Sharding.RenewPeriod, Clock: s.Clock, Logger: log})
+	prober, err := addHealth(mgr, eng, reg, s)
 	if err != nil {
-		return nil, fmt.Errorf("join the ring %q: %w", s.Sharding.Ring, err)
+		return nil, err
 	}
-	kinds := make([]schema.GroupVersionKind, len(eng.kinds))
-	for i, r := range eng.kinds {
-		kinds[i] = r.gvk
-	}
-	assigner, err := ring.NewAssigner(mgr.GetConfig(), mgr.GetHTTPClient(), eng.mapper, ring.AssignerSettings{
-		Ring: s.Sharding.Ring, Namespace: s.Sharding.Namespace, Identity: s.Peering.Identity,
-		LeaseDuration: s.Sharding.LeaseDuration, RenewDeadline: s.Sharding.RenewDeadline, RenewPeriod: s.Sharding.RenewPeriod,
-		Kinds: kinds, Workers: s.Sharding.AssignerWorkers, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),
-		OnMembers: func(live []string) { metrics.ShardMembersLive(s.Sharding.Ring, len(live)) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("assign the objects of the ring %q: %w", s.Sharding.Ring, err)
-	}
-	eng.shard.lease = member
-	m := &membership{member: member}
-	out := []manager.Runnable{m, whileThawed{Runnable: assigner, toggle: eng.toggle}}
-	for _, r := range runnables {
-		switch r {
-		case eng, eng.sup:
-			f := newFinishing(r)
-			m.after = append(m.after, f)
-			out = append(out, f)
-		default:
-			out = append(out, everyReplica{r})
-		}
-	}
-	return out, nil
+	return &Installed{Prober: prober, Lost: eng.own.lost()}, nil
 }
 
 // newEngine makes the engine, its supervisor and its kinds' reconcilers.
@@ -151,15 +119,16 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 	if wrap == nil {
 		wrap = func(c client.Client) client.Client { return c }
 	}
-	var sh *shard
+	var own ownership = unshared{}
 	if s.Sharding.Ring != "" {
-		sh = newShard(s.Sharding.Ring, sharding.MemberName(s.Peering.Identity))
-		inner := wrap
-		wrap = func(c client.Client) client.Client {
-			return &leaseBound{Client: inner(c), until: sh.writableUntil, clock: s.Clock}
+		// The member's Lease is written without the bound of its writes
+		// to objects: it is what extends them.
+		if own, err = newRingShare(mgr, direct, s); err != nil {
+			return nil, err
 		}
 	}
-	plain := direct
+	userWrap := wrap
+	wrap = func(c client.Client) client.Client { return own.bound(userWrap(c)) }
 	direct = wrap(direct)
 	sup := daemons.New(daemons.Settings{
 		ShutdownGrace:  s.ShutdownGrace,
@@ -173,8 +142,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 		Observer:       daemonMetrics{},
 	})
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
-		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces, sh),
-		shard: sh, leaseClient: plain}
+		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces, own), own: own}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {
@@ -183,8 +151,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 				return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 			}
 		}
-		r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup)
-		r.shard = sh
+		r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup, own)
 		r.daemonLog = mgr.GetLogger().WithValues("controller", controllerName(gvk),
 			"controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
 		eng.kinds = append(eng.kinds, r)
@@ -193,7 +160,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 }
 
 // newReconciler makes the reconciler of one kind, and its daemons' host.
-func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor) *reconciler {
+func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor, own ownership) *reconciler {
 	label := metrics.Kind(objects.gvk)
 	retrying, failed := metrics.Objects(label)
 	mems := newMemories(s.Memo, retrying, failed)
@@ -208,6 +175,7 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 		throttler:   throttler{delays: s.ErrorDelays},
 		memories:    mems,
 		sup:         sup,
+		own:         own,
 		events:      events,
 		host: &kindHost{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
 			events: events, done: sup.Done()},
@@ -221,13 +189,10 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 //
 // A ring's member caches only the objects it owns, selected by their owner
 // label: its memory holds its share, not the kind.
-func runCache(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string, sh *shard) func() (cache.Cache, error) {
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string, own ownership) func() (cache.Cache, error) {
 	return func() (cache.Cache, error) {
 		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
-			DefaultTransform: cache.TransformStripManagedFields()}
-		if sh != nil {
-			opts.DefaultLabelSelector = sh.selector()
-		}
+			DefaultTransform: cache.TransformStripManagedFields(), DefaultLabelSelector: own.cacheSelector()}
 		if len(namespaces) > 0 {
 			opts.DefaultNamespaces = map[string]cache.Config{}
 			for _, ns := range namespaces {
@@ -256,18 +221,14 @@ func controllerName(gvk schema.GroupVersionKind) string {
 type noticingHandler struct {
 	handler.EnqueueRequestForObject
 	memories *memories
-	shard    *shard
-	log      logr.Logger
+	own      ownership
 }
 
 func (h *noticingHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if e.Object != nil {
 		key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
-		h.memories.notice(e.Object.GetUID(), key, e.IsInInitialList || h.shard != nil)
-		if h.shard != nil {
-			h.shard.taken.Add(1)
-			h.log.V(1).Info("Took the object into this replica's shard.", "namespace", key.Namespace, "name", key.Name)
-		}
+		h.memories.notice(e.Object.GetUID(), key, h.own.foundAtStart(e.IsInInitialList))
+		h.own.entered(e.Object)
 	}
 	h.EnqueueRequestForObject.Create(ctx, e, q)
 }

@@ -95,6 +95,7 @@ func electionRetry(renewPeriod time.Duration) time.Duration { return renewPeriod
 // owners and asks owners for handovers (sharding.md, "The assigner").
 type Assigner struct {
 	s      AssignerSettings
+	keys   Keys
 	mapper meta.RESTMapper
 	// objects reads and writes the kinds' objects as metadata only: the
 	// assigner keeps no copy of them (sharding.md, "The assigner").
@@ -119,7 +120,7 @@ func NewAssigner(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapp
 			return nil, fmt.Errorf("make the assigner's REST mapper: %w", err)
 		}
 	}
-	a := &Assigner{s: s, mapper: mapper}
+	a := &Assigner{s: s, keys: KeysOf(s.Namespace, s.Ring), mapper: mapper}
 	if a.objects, err = metadata.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("make the assigner's metadata client: %w", err)
 	}

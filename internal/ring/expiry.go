@@ -30,9 +30,12 @@ type leaseAPI interface {
 // renewed since (a watch that fell behind could have missed a renewal,
 // and counting a live member dead would break the guarantee), and clears
 // the Lease of a member that will not come back, which would otherwise
-// stay forever. A Lease that changed meanwhile counts as renewed now. A
-// member that was only cut off and comes back finds its Lease gone and
-// fences itself, as it would anyway.
+// stay forever. A Lease that changed meanwhile counts as renewed now,
+// unless the change was its member's release. A Lease deleted by someone
+// else is dead once it has expired: its member fences itself at its next
+// renewal, and at its renew deadline at the latest. A member that was
+// only cut off and comes back finds its Lease gone and fences itself, as
+// it would anyway.
 func confirmDead(ctx context.Context, leases leaseAPI, ring string, live *sharding.Liveness, now time.Time) (dead, unconfirmed []string, err error) {
 	var errs []error
 	for member, version := range live.Expired(now) {
@@ -40,14 +43,14 @@ func confirmDead(ctx context.Context, leases leaseAPI, ring string, live *shardi
 		err := leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
 		if apierrors.IsConflict(err) {
 			var lease *coordinationv1.Lease
-			if lease, err = leases.Get(ctx, name, metav1.GetOptions{}); err == nil {
-				live.Observe(member, lease.ResourceVersion, now)
+			if lease, err = leases.Get(ctx, name, metav1.GetOptions{}); err == nil && !Released(lease) {
+				live.Observe(member, lease.ResourceVersion, DeclaredDuration(lease), now)
 				continue
 			}
 		}
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
-			live.Gone(member)
+			live.Forget(member)
 			dead = append(dead, member)
 		default:
 			unconfirmed = append(unconfirmed, member)
@@ -57,4 +60,18 @@ func confirmDead(ctx context.Context, leases leaseAPI, ring string, live *shardi
 	slices.Sort(dead)
 	slices.Sort(unconfirmed)
 	return dead, unconfirmed, errors.Join(errs...)
+}
+
+// deleteReleased deletes the Leases that their members released but could
+// not delete, each on the condition that it is still as released; a Lease
+// that changed or went meanwhile is left to the next look.
+func deleteReleased(ctx context.Context, leases leaseAPI, ring string, released map[string]string) error {
+	var errs []error
+	for member, version := range released {
+		err := leases.Delete(ctx, leaseName(ring, member), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("delete the released Lease of %s: %w", member, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -20,6 +20,8 @@ import (
 // does. fail makes every request about a Lease fail.
 type fakeLeases struct {
 	versions map[string]string
+	// released are the Leases whose members released them.
+	released map[string]bool
 	fail     map[string]error
 	deleted  []string
 }
@@ -34,7 +36,11 @@ func (f *fakeLeases) Get(_ context.Context, name string, _ metav1.GetOptions) (*
 	if !ok {
 		return nil, apierrors.NewNotFound(leaseResource, name)
 	}
-	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: v}}, nil
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: v}}
+	if f.released[name] {
+		lease.Annotations = map[string]string{ReleasedAnnotation: "2026-12-01T10:00:00Z"}
+	}
+	return lease, nil
 }
 
 func (f *fakeLeases) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
@@ -57,24 +63,28 @@ func (f *fakeLeases) Delete(_ context.Context, name string, opts metav1.DeleteOp
 
 // Members seen expired are asked about: the unchanged are dead and their
 // Leases deleted; the renewed, whose renewals the watch had not shown
-// yet, count as renewed now; the unreachable count as live until asked.
+// yet, count as renewed now; those that released their Leases meanwhile
+// are gone; a Lease deleted by someone else is dead once expired; the
+// unreachable count as live until asked.
 func TestConfirmDead(t *testing.T) {
 	const lease = 15 * time.Second
 	live := sharding.NewLiveness(lease)
-	for _, m := range []string{"dead", "renewed", "vanished", "unreachable", "fresh"} {
-		live.Observe(m, "1", t0)
+	for _, m := range []string{"dead", "renewed", "vanished", "unreachable", "fresh", "released"} {
+		live.Observe(m, "1", lease, t0)
 	}
-	live.Observe("fresh", "2", t0.Add(10*time.Second))
+	live.Observe("fresh", "2", lease, t0.Add(10*time.Second))
 	leases := &fakeLeases{
 		versions: map[string]string{
 			leaseName("main", "dead"): "1", leaseName("main", "renewed"): "5",
 			leaseName("main", "unreachable"): "1", leaseName("main", "fresh"): "2",
+			leaseName("main", "released"): "3",
 		},
-		fail: map[string]error{leaseName("main", "unreachable"): errors.New("connection refused")},
+		released: map[string]bool{leaseName("main", "released"): true},
+		fail:     map[string]error{leaseName("main", "unreachable"): errors.New("connection refused")},
 	}
 	now := t0.Add(lease)
 	dead, unconfirmed, err := confirmDead(context.Background(), leases, "main", live, now)
-	if diff := cmp.Diff([]string{"dead", "vanished"}, dead); diff != "" {
+	if diff := cmp.Diff([]string{"dead", "released", "vanished"}, dead); diff != "" {
 		t.Errorf("dead -want +got:\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"unreachable"}, unconfirmed); diff != "" {
@@ -98,20 +108,37 @@ func TestConfirmDead(t *testing.T) {
 	}
 }
 
+// Released Leases left behind are deleted if they are still as released;
+// one that changed or went meanwhile is left alone.
+func TestDeleteReleased(t *testing.T) {
+	leases := &fakeLeases{versions: map[string]string{
+		leaseName("main", "left"): "4", leaseName("main", "rejoined"): "9",
+	}}
+	released := map[string]string{"left": "4", "rejoined": "8", "gone": "2"}
+	if err := deleteReleased(context.Background(), leases, "main", released); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{leaseName("main", "left")}, leases.deleted); diff != "" {
+		t.Errorf("deleted -want +got:\n%s", diff)
+	}
+}
+
 // Of an object, the assigner keeps (until it is placed) only what
-// placing reads.
+// placing reads, and of its own ring only.
 func TestSeenOf(t *testing.T) {
+	main, other := KeysOf("operators", "main"), KeysOf("elsewhere", "main")
 	in := &metav1.PartialObjectMetadata{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "42",
-			Labels:      map[string]string{OwnerLabel("main"): "m1", OwnerLabel("other"): "x", "app": "demo"},
-			Annotations: map[string]string{NextAnnotation("main"): "m2", "kopf.zalando.org/last-handled-configuration": "{}"}},
+			Labels: map[string]string{main.Owner: "m1", other.Owner: "x", "app": "demo"},
+			Annotations: map[string]string{main.Next: "m2", main.Granted: "m1", other.Granted: "x",
+				"kopf.zalando.org/last-handled-configuration": "{}"}},
 	}
-	want := seen{uid: "u-1", resourceVersion: "42", now: sharding.Placement{Owner: "m1", Next: "m2"}}
-	if diff := cmp.Diff(want, seenOf("main", in), cmp.AllowUnexported(seen{})); diff != "" {
+	want := seen{uid: "u-1", resourceVersion: "42", now: sharding.Placement{Owner: "m1", Granted: "m1", Next: "m2"}}
+	if diff := cmp.Diff(want, seenOf(main, in), cmp.AllowUnexported(seen{})); diff != "" {
 		t.Errorf("seenOf() -want +got:\n%s", diff)
 	}
 	bare := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "u-2", ResourceVersion: "7"}}
-	if got := seenOf("main", bare); got.now != (sharding.Placement{}) {
+	if got := seenOf(main, bare); got.now != (sharding.Placement{}) {
 		t.Errorf("an unowned object seen as placed: %+v", got.now)
 	}
 }

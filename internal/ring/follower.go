@@ -3,6 +3,8 @@ package ring
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,11 @@ type follower struct {
 	informer toolscache.SharedIndexInformer
 	// changed is poked by every Lease event: the members may have changed.
 	changed chan struct{}
+
+	mu sync.Mutex
+	// released are the Leases seen released and not yet seen deleted, by
+	// member, with their resourceVersions: the assigner deletes them.
+	released map[string]string
 }
 
 // newFollower makes the informer of the ring's Leases, selected by the
@@ -44,7 +51,7 @@ func (a *Assigner) newFollower() (*follower, error) {
 			return leases.Watch(ctx, opts)
 		},
 	}
-	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1),
+	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]string{},
 		informer: toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})}
 	if _, err := f.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    f.seen,
@@ -63,19 +70,33 @@ func (f *follower) run(ctx context.Context) { f.informer.RunWithContext(ctx) }
 // synced tells whether the informer has listed the Leases once.
 func (f *follower) synced() bool { return f.informer.HasSynced() }
 
-// seen records a member's Lease as seen now: a new version is a renewal.
+// seen records a member's Lease as seen now: a new version is a renewal,
+// and a released one is a member that left.
 func (f *follower) seen(obj any) {
 	lease, ok := obj.(*coordinationv1.Lease)
 	if !ok {
 		return
 	}
-	if member, ok := MemberOfLease(f.a.s.Ring, lease.Name); ok {
-		f.live.Observe(member, lease.ResourceVersion, f.a.s.Clock.Now())
-		f.poke()
+	member, ok := MemberOfLease(f.a.s.Ring, lease.Name)
+	if !ok {
+		return
 	}
+	if Released(lease) {
+		f.live.Forget(member)
+		f.mu.Lock()
+		f.released[member] = lease.ResourceVersion
+		f.mu.Unlock()
+	} else {
+		f.live.Observe(member, lease.ResourceVersion, DeclaredDuration(lease), f.a.s.Clock.Now())
+	}
+	f.poke()
 }
 
-// gone records a member that left: its Lease was deleted.
+// gone records a Lease that was deleted. Only a released one is a member
+// that left: a Lease deleted by anyone else (by hand, by a namespace's
+// clean-up) leaves a member that may still be working until it notices at
+// its next renewal, so it stays live until its lease has run out (the
+// assigner then confirms its death, which the missing Lease does at once).
 func (f *follower) gone(obj any) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
@@ -84,10 +105,25 @@ func (f *follower) gone(obj any) {
 	if !ok {
 		return
 	}
-	if member, ok := MemberOfLease(f.a.s.Ring, lease.Name); ok {
-		f.live.Gone(member)
+	member, ok := MemberOfLease(f.a.s.Ring, lease.Name)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	delete(f.released, member)
+	f.mu.Unlock()
+	if Released(lease) {
+		f.live.Forget(member)
 		f.poke()
 	}
+}
+
+// releasedLeases are the Leases seen released and not yet deleted, by
+// member, with their resourceVersions.
+func (f *follower) releasedLeases() map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.released)
 }
 
 // poke wakes the term's loop; a wake-up already pending covers this one.

@@ -1,31 +1,25 @@
 // Package ring is a replica's membership in a ring of operator replicas
 // that share objects (sharding.md): the member's own Lease, renewed while
-// the replica runs, given up when it stops, and a fence when it cannot be
-// renewed in time.
+// the replica runs, released when it has stopped, and a fence when it
+// cannot be renewed in time; and the ring's assigner.
 package ring
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/internal/keys"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
-
-// RingLabel labels every member's Lease with the member's ring, so that
-// members and the assigner find a ring's Leases by one selector.
-const RingLabel = keys.ShardPrefix + "/ring"
 
 // Defaults of Settings: leader election's, with the same meaning.
 const (
@@ -34,19 +28,24 @@ const (
 	DefaultRenewPeriod   = 5 * time.Second
 )
 
-// leaveTimeout bounds the deletion of the Lease when the member stops: the
-// stop has cancelled the context already.
-const leaveTimeout = 10 * time.Second
+// ErrMembershipLost is what a member returns once it stops handling
+// objects without a graceful stop: others will count it dead, or have
+// counted it so, and take its objects over.
+var ErrMembershipLost = errors.New("shard membership lost")
 
-// ErrMembershipLost is what a member returns once it could not renew its
-// Lease within the renew deadline: it must stop handling objects, because
-// others will count it dead and take them over.
-var ErrMembershipLost = errors.New("shard membership lost: the Lease was not renewed within the renew deadline")
-
-// ErrLeaseDeleted is what a member returns when its Lease was deleted
-// under it (by hand, say): others count a deleted Lease as a member that
-// left, and take its objects over at once, so it must stop at once too.
-var ErrLeaseDeleted = fmt.Errorf("%w: the Lease was deleted by someone else", ErrMembershipLost)
+// Why a member lost its membership; each is a kind of ErrMembershipLost.
+var (
+	// ErrRenewDeadline: no renewal succeeded within the renew deadline.
+	ErrRenewDeadline = fmt.Errorf("%w: the Lease was not renewed within the renew deadline", ErrMembershipLost)
+	// ErrLeaseDeleted: someone deleted the member's Lease. The ring counts
+	// it live until its lease duration has run out, so that the member
+	// can stop first; it must not write a new one.
+	ErrLeaseDeleted = fmt.Errorf("%w: the Lease was deleted by someone else", ErrMembershipLost)
+	// ErrLeaseTaken: the member's Lease was released or taken over by
+	// someone else (another process with the same identity, or a hand
+	// edit): it is not this process's any more.
+	ErrLeaseTaken = fmt.Errorf("%w: the Lease was released or taken over by someone else", ErrMembershipLost)
+)
 
 // Settings of a member; zero durations mean the defaults.
 type Settings struct {
@@ -100,32 +99,30 @@ func durations(lease, deadline, period time.Duration) (time.Duration, time.Durat
 	return lease, deadline, period, nil
 }
 
+// retryPeriod is how soon a failed join or renewal is tried again: a
+// fifth of the renew period (1 s by default), so that a blip of the API
+// server costs a second rather than half the renew deadline.
+func retryPeriod(renewPeriod time.Duration) time.Duration { return renewPeriod / 5 }
+
 // Member is a manager Runnable that holds the replica's Lease in its ring.
 type Member struct {
-	c      client.Client
-	s      Settings
-	name   string
-	fenced chan struct{}
+	c client.Client
+	s Settings
+	// incarnation tells this process's hold on a Lease from any other's
+	// with the same identity.
+	incarnation string
+	joined      chan struct{}
+	fenced      chan struct{}
+
+	mu sync.Mutex
+	// name is the member's name, known once joined.
+	name string
 	// lease is the Lease as last written, so that a renewal is one update.
 	lease *coordinationv1.Lease
-	// joined: the Lease was written once; from then on, a missing Lease
-	// means someone deleted it, not that there is none yet.
-	joined bool
-	// writable is WritableUntil, in Unix nanoseconds; 0 before joining.
-	writable atomic.Int64
-}
-
-// WritableUntil is the moment until which no other member can have taken
-// this member's objects over: a lease duration after the start of its
-// last successful renewal, by its own clock. The zero time before it has
-// joined. Writes to objects must end before it (sharding.md, "The
-// guarantee"): a write delayed past it could land after another member
-// has started on the object.
-func (m *Member) WritableUntil() time.Time {
-	if n := m.writable.Load(); n != 0 {
-		return time.Unix(0, n)
-	}
-	return time.Time{}
+	// tenure counts from the start of the last successful renewal.
+	tenure sharding.Tenure
+	// isFenced: the member lost its membership; it never releases then.
+	isFenced bool
 }
 
 // NewMember prepares the membership; c writes the Lease.
@@ -134,132 +131,163 @@ func NewMember(c client.Client, s Settings) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Member{c: c, s: s, name: sharding.MemberName(s.Identity), fenced: make(chan struct{})}, nil
+	random := make([]byte, 8)
+	if _, err := rand.Read(random); err != nil {
+		return nil, fmt.Errorf("draw the member's incarnation: %w", err)
+	}
+	return &Member{c: c, s: s, incarnation: hex.EncodeToString(random), joined: make(chan struct{}), fenced: make(chan struct{}),
+		tenure: sharding.Tenure{RenewDeadline: s.RenewDeadline, LeaseDuration: s.LeaseDuration}}, nil
 }
 
-// Name is the member's name in owner labels.
-func (m *Member) Name() string { return m.name }
-
-// LeaseName is the name of the member's Lease.
-func (m *Member) LeaseName() string { return leaseName(m.s.Ring, m.name) }
+// Joined is closed once the member holds its Lease; Name is known then.
+func (m *Member) Joined() <-chan struct{} { return m.joined }
 
 // Fenced is closed once the member has lost its membership.
 func (m *Member) Fenced() <-chan struct{} { return m.fenced }
 
-// Start renews the Lease every renew period until ctx ends, then deletes
-// it, so that the ring moves the member's objects at once. If no renewal
-// succeeds for the renew deadline, it closes Fenced and returns
-// ErrMembershipLost, leaving the Lease to expire: the member's handlers
-// may still be stopping, and others must not start before they have. If
-// the Lease was deleted under it, it does the same at once
-// (ErrLeaseDeleted).
-func (m *Member) Start(ctx context.Context) error {
-	ticker := m.s.Clock.NewTicker(m.s.RenewPeriod)
-	defer ticker.Stop()
-	last := m.s.Clock.Now() // the deadline of the first renewal counts from the start
-	for {
-		begin := m.s.Clock.Now()
-		err := m.renew(ctx)
-		switch {
-		case err == nil:
-			last = m.s.Clock.Now()
-			// Others count the member live for a lease duration from when
-			// they see this renewal, which is after it was sent.
-			m.writable.Store(begin.Add(m.s.LeaseDuration).UnixNano())
-		case ctx.Err() != nil:
-			return m.leave(ctx)
-		case errors.Is(err, ErrLeaseDeleted):
-			return m.fence(err, last)
-		default:
-			m.s.Logger.Error(err, "The ring's Lease could not be renewed.", "lease", m.LeaseName())
-		}
-		if sharding.Fenced(last, m.s.Clock.Now(), m.s.RenewDeadline) {
-			return m.fence(ErrMembershipLost, last)
-		}
-		select {
-		case <-ctx.Done():
-			return m.leave(ctx)
-		case <-ticker.C():
-		}
-	}
+// Name is the member's name in owner labels; "" before it has joined.
+func (m *Member) Name() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.name
 }
 
-// fence closes Fenced and says why the member stops handling objects.
-func (m *Member) fence(err error, lastRenewal time.Time) error {
-	close(m.fenced)
-	m.s.Logger.Error(err, "This replica stops handling objects: others will take them over.",
-		"lease", m.LeaseName(), "lastRenewal", lastRenewal)
-	return err
+// LeaseName is the name of the member's Lease; "" before it has joined.
+func (m *Member) LeaseName() string {
+	if name := m.Name(); name != "" {
+		return leaseName(m.s.Ring, name)
+	}
+	return ""
+}
+
+// Tenure is the member's hold on its Lease as it counts it: when it must
+// have stopped, and until when it may write (sharding.md, "The
+// guarantee"). The zero Renewed before it has joined.
+func (m *Member) Tenure() sharding.Tenure {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tenure
 }
 
 // NeedLeaderElection is false: every replica is a member.
 func (m *Member) NeedLeaderElection() bool { return false }
 
-// renew writes the Lease with a fresh renew time, creating it the first
-// time; each attempt is bounded by the renew period, so that a hanging
-// API server cannot hold the member past its deadline unnoticed.
-func (m *Member) renew(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, m.s.RenewPeriod)
+// Start joins the ring and renews the Lease every renew period until ctx
+// ends; then it returns nil and leaves the Lease as it is (Release gives
+// it up once the member's work has stopped). If no renewal succeeds
+// within the renew deadline after the start of the last successful one,
+// a timer of its own fences the member: Fenced closes and Start returns
+// ErrRenewDeadline, leaving the Lease to expire. A Lease deleted or taken
+// over under the member fences it at once (ErrLeaseDeleted,
+// ErrLeaseTaken).
+func (m *Member) Start(ctx context.Context) error {
+	if !m.join(ctx) {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var renewing sync.WaitGroup
+	defer renewing.Wait()
 	defer cancel()
-	now := metav1.NewMicroTime(m.s.Clock.Now())
-	if m.lease == nil {
-		return m.create(ctx, now)
-	}
-	lease := m.lease.DeepCopy()
-	lease.Spec.RenewTime = &now
-	if err := m.c.Update(ctx, lease); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ErrLeaseDeleted
+	results := make(chan renewal, 1)
+	now := m.s.Clock.Now()
+	fence := m.s.Clock.NewTimer(m.Tenure().FenceAt().Sub(now))
+	defer fence.Stop()
+	next := m.s.Clock.NewTimer(m.Tenure().Renewed.Add(m.s.RenewPeriod).Sub(now))
+	defer next.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-fence.C():
+			return m.fence(ErrRenewDeadline)
+		case <-next.C():
+			begin := m.s.Clock.Now()
+			renewing.Go(func() { results <- renewal{begin: begin, err: m.renew(ctx, begin)} })
+		case r := <-results:
+			now := m.s.Clock.Now()
+			switch {
+			case r.err == nil:
+				fence.Reset(m.Tenure().FenceAt().Sub(now))
+				next.Reset(r.begin.Add(m.s.RenewPeriod).Sub(now))
+			case errors.Is(r.err, ErrMembershipLost):
+				return m.fence(r.err)
+			default:
+				if ctx.Err() == nil {
+					m.s.Logger.Error(r.err, "The ring's Lease could not be renewed; trying again.", "lease", m.LeaseName(),
+						"fenceAt", m.Tenure().FenceAt())
+				}
+				next.Reset(retryPeriod(m.s.RenewPeriod))
+			}
 		}
-		if apierrors.IsConflict(err) {
-			m.lease = nil // read afresh next time
-		}
-		return fmt.Errorf("renew the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
 	}
+}
+
+// renewal is the outcome of one renewal begun at begin.
+type renewal struct {
+	begin time.Time
+	err   error
+}
+
+// join takes the Lease over or creates it, trying again every retry
+// period until it succeeds (true) or ctx ends (false).
+func (m *Member) join(ctx context.Context) bool {
+	for {
+		begin := m.s.Clock.Now()
+		err := m.tryJoin(ctx, begin)
+		if err == nil {
+			close(m.joined)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		m.s.Logger.Error(err, "Could not join the ring; trying again.", "ring", m.s.Ring)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-m.s.Clock.After(retryPeriod(m.s.RenewPeriod)):
+		}
+	}
+}
+
+// renewed records a successful write of the Lease begun at begin.
+func (m *Member) renewed(lease *coordinationv1.Lease, begin time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.lease = lease
-	return nil
+	if begin.After(m.tenure.Renewed) {
+		m.tenure.Renewed = begin
+	}
 }
 
-// create writes the member's Lease, or takes over one left by an earlier
-// run of the same identity.
-func (m *Member) create(ctx context.Context, now metav1.MicroTime) error {
-	lease := &coordinationv1.Lease{}
-	err := m.c.Get(ctx, client.ObjectKey{Namespace: m.s.Namespace, Name: m.LeaseName()}, lease)
-	switch {
-	case apierrors.IsNotFound(err) && m.joined:
-		return ErrLeaseDeleted
-	case apierrors.IsNotFound(err):
-		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
-			Namespace: m.s.Namespace, Name: m.LeaseName(), Labels: map[string]string{RingLabel: m.s.Ring},
-		}}
-	case err != nil:
-		return fmt.Errorf("read the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
-	}
-	lease.Spec.HolderIdentity = ptr.To(m.s.Identity)
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.s.LeaseDuration.Round(time.Second) / time.Second))
-	lease.Spec.AcquireTime = &now
-	lease.Spec.RenewTime = &now
-	if lease.ResourceVersion == "" {
-		err = m.c.Create(ctx, lease)
-	} else {
-		err = m.c.Update(ctx, lease)
-	}
-	if err != nil {
-		return fmt.Errorf("write the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
-	}
-	m.lease, m.joined = lease, true
-	m.s.Logger.Info("Joined the ring.", "ring", m.s.Ring, "member", m.name, "lease", m.LeaseName())
-	return nil
+// fence closes Fenced and says why the member stops handling objects.
+func (m *Member) fence(err error) error {
+	m.mu.Lock()
+	m.isFenced = true
+	m.mu.Unlock()
+	close(m.fenced)
+	t := m.Tenure()
+	m.s.Logger.Error(err, "This replica stops handling objects at once: others may take them over from the end of its lease.",
+		"lease", m.LeaseName(), "lastRenewal", t.Renewed, "leaseEnds", t.WritableUntil())
+	return err
 }
 
-// leave deletes the Lease after a graceful stop.
-func (m *Member) leave(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
-	defer cancel()
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: m.s.Namespace, Name: m.LeaseName()}}
-	if err := m.c.Delete(ctx, lease); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("leave the ring: delete the Lease %s/%s: %w", m.s.Namespace, m.LeaseName(), err)
+// Release gives the Lease up after a graceful stop, once nothing of the
+// member's work may still run: the ring then moves its objects at once.
+// The release is written into the Lease (only the member writes it; a
+// Lease deleted by someone else is not a release), and the Lease is then
+// deleted. A member that was fenced, or never joined, releases nothing:
+// its Lease must expire.
+func (m *Member) Release(ctx context.Context) error {
+	m.mu.Lock()
+	lease, fenced := m.lease, m.isFenced
+	m.mu.Unlock()
+	if lease == nil || fenced {
+		return nil
 	}
-	m.s.Logger.Info("Left the ring.", "ring", m.s.Ring, "member", m.name)
+	if err := m.release(ctx, lease); err != nil {
+		return fmt.Errorf("leave the ring: %w", err)
+	}
+	m.s.Logger.Info("Left the ring.", "ring", m.s.Ring, "member", m.Name())
 	return nil
 }

@@ -4,19 +4,19 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -45,6 +45,16 @@ func started(t *testing.T, c client.Client, s Settings) (m *Member, cancel conte
 	result = func() error { <-finished; return startErr }
 	t.Cleanup(func() { cancel(); <-finished })
 	return m, cancel, result
+}
+
+// joined waits until the member has joined.
+func joined(t *testing.T, m *Member) {
+	t.Helper()
+	select {
+	case <-m.Joined():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member did not join")
+	}
 }
 
 // checkLeaks verifies, after every other cleanup (members stopped), that
@@ -78,21 +88,52 @@ func renewedAt(t *testing.T, c client.Client, m *Member, at time.Time) func() bo
 	}
 }
 
-// A member creates its Lease at once, labelled with its ring, renews it
-// every renew period, and deletes it when it stops.
+// notFenced fails the test if the member has been fenced.
+func notFenced(t *testing.T, m *Member, when string) {
+	t.Helper()
+	select {
+	case <-m.Fenced():
+		t.Fatalf("fenced %s", when)
+	default:
+	}
+}
+
+// A member creates its Lease at once, labelled with its ring and marked
+// with its incarnation, renews it every renew period (its tenure counting
+// from each renewal's start), leaves it alone when it stops, and releases
+// it when asked: a release mark first, then the deletion.
 func TestMemberHoldsItsLease(t *testing.T) {
 	checkLeaks(t)
 	fc := clocktesting.NewFakeClock(t0)
-	c := fake.NewClientBuilder().Build()
+	var mu sync.Mutex
+	var released []string
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if obj.GetAnnotations()[ReleasedAnnotation] != "" {
+				mu.Lock()
+				released = append(released, ptr.Deref(obj.(*coordinationv1.Lease).Spec.HolderIdentity, ""))
+				mu.Unlock()
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
 	m, cancel, result := started(t, c, settings(fc))
-	if !m.WritableUntil().IsZero() && !m.WritableUntil().Equal(t0.Add(DefaultLeaseDuration)) {
-		t.Errorf("WritableUntil() = %v before the first renewal's end", m.WritableUntil())
+	joined(t, m)
+	if !strings.HasPrefix(m.Name(), "m") || len(m.Name()) != 13 {
+		t.Errorf("Name() = %q, want m and 12 hex digits", m.Name())
 	}
-
-	eventually(t, "the Lease is created", renewedAt(t, c, m, t0))
-	lease, _ := leaseOf(t, c, m)
+	if want := "kopf-shard-main-" + m.Name(); m.LeaseName() != want {
+		t.Errorf("LeaseName() = %q, want %q", m.LeaseName(), want)
+	}
+	lease, err := leaseOf(t, c, m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got, want := lease.Labels["shard.kopf.dev/ring"], "main"; got != want { // a wire name
 		t.Errorf("ring label = %q, want %q", got, want)
+	}
+	if got := lease.Annotations["shard.kopf.dev/incarnation"]; len(got) != 16 {
+		t.Errorf("incarnation = %q, want 16 hex digits", got)
 	}
 	if got := *lease.Spec.HolderIdentity; got != identity {
 		t.Errorf("holder = %q, want %q", got, identity)
@@ -100,87 +141,246 @@ func TestMemberHoldsItsLease(t *testing.T) {
 	if got := *lease.Spec.LeaseDurationSeconds; got != 15 {
 		t.Errorf("lease duration = %d s, want 15", got)
 	}
-	if want := "kopf-shard-main-" + sharding.MemberName(identity); m.LeaseName() != want {
-		t.Errorf("Lease name = %q, want %q", m.LeaseName(), want)
+	if got := m.Tenure(); !got.Renewed.Equal(t0) || !got.FenceAt().Equal(t0.Add(DefaultRenewDeadline)) {
+		t.Errorf("Tenure() = %+v, want renewed at t0", got)
 	}
-
-	eventually(t, "the member may write", func() bool { return m.WritableUntil().Equal(t0.Add(DefaultLeaseDuration)) })
 
 	fc.Step(DefaultRenewPeriod)
 	eventually(t, "the Lease is renewed", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
-	// Each renewal extends the member's writes by a lease duration from
-	// when it was sent.
-	eventually(t, "the writes are extended", func() bool {
-		return m.WritableUntil().Equal(t0.Add(DefaultRenewPeriod + DefaultLeaseDuration))
+	eventually(t, "the tenure counts from the renewal's start", func() bool {
+		return m.Tenure().WritableUntil().Equal(t0.Add(DefaultRenewPeriod + DefaultLeaseDuration))
 	})
 
 	cancel()
 	if err := result(); err != nil {
 		t.Errorf("Start() = %v, want nil after a graceful stop", err)
 	}
+	if _, err := leaseOf(t, c, m); err != nil {
+		t.Errorf("the Lease went with the stop, before the member's work was known to have stopped: %v", err)
+	}
+	if err := m.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := leaseOf(t, c, m); !apierrors.IsNotFound(err) {
-		t.Errorf("the Lease is still there after the stop: %v", err)
+		t.Errorf("the Lease is still there after the release: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(released) != 1 || released[0] != "" {
+		t.Errorf("release marks written (holders) = %q, want one, with the holder cleared", released)
 	}
 }
 
-// A Lease left by an earlier run of the same identity is taken over.
-func TestMemberTakesOverItsOldLease(t *testing.T) {
-	checkLeaks(t)
-	fc := clocktesting.NewFakeClock(t0)
-	c := fake.NewClientBuilder().Build()
-	earlier := clocktesting.NewFakeClock(t0.Add(-time.Hour))
-	old, oldCancel, oldResult := started(t, c, settings(earlier))
-	eventually(t, "the earlier run's Lease", renewedAt(t, c, old, t0.Add(-time.Hour)))
-	oldCancel()
-	if err := oldResult(); err != nil {
-		t.Fatal(err)
-	}
-	// A crashed run leaves its Lease: write it back as it was.
-	lease := &coordinationv1.Lease{}
-	lease.Namespace, lease.Name, lease.Labels = "operators", old.LeaseName(), map[string]string{RingLabel: "main"}
-	lease.Spec = *old.lease.Spec.DeepCopy()
+// earlierLease writes a Lease as an earlier run of the identity left it.
+func earlierLease(t *testing.T, c client.Client, member string, annotations map[string]string) {
+	t.Helper()
+	renewed := metav1.NewMicroTime(t0.Add(-time.Second))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "operators", Name: leaseName("main", member),
+		Labels: map[string]string{RingLabel: "main"}, Annotations: annotations},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(identity), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &renewed}}
 	if err := c.Create(context.Background(), lease); err != nil {
 		t.Fatal(err)
 	}
-
-	m, _, _ := started(t, c, settings(fc))
-	eventually(t, "the Lease is taken over", renewedAt(t, c, m, t0))
 }
 
-// A member that cannot renew fences itself at the renew deadline (not
-// before), returns ErrMembershipLost, and leaves its Lease to expire.
+// A restart takes over the Lease that an earlier run of its identity left,
+// under that run's name, so that its objects are handled at once; a
+// released one it does not take: that run's objects have moved.
+func TestMemberTakesOverTheLeaseOfAnEarlierRun(t *testing.T) {
+	checkLeaks(t)
+	c := fake.NewClientBuilder().Build()
+	earlierLease(t, c, "mearlier00001", map[string]string{IncarnationAnnotation: "0000000000000001"})
+	earlierLease(t, c, "mreleased0001", map[string]string{IncarnationAnnotation: "0000000000000002", ReleasedAnnotation: "2026-12-01T09:00:00Z"})
+	fc := clocktesting.NewFakeClock(t0)
+	m, _, _ := started(t, c, settings(fc))
+	joined(t, m)
+	if m.Name() != "mearlier00001" {
+		t.Fatalf("Name() = %q, want the earlier run's mearlier00001", m.Name())
+	}
+	lease, _ := leaseOf(t, c, m)
+	if got := lease.Annotations[IncarnationAnnotation]; got == "0000000000000001" {
+		t.Error("the Lease still names the earlier run's incarnation")
+	}
+	if got := lease.Spec.AcquireTime; got == nil || !got.Time.Equal(t0) {
+		t.Errorf("acquireTime = %v, want t0", got)
+	}
+}
+
+// A new run without a Lease to take over is a new incarnation: a name of
+// its own, though its identity is the same.
+func TestMemberWithoutAnEarlierLeaseIsANewIncarnation(t *testing.T) {
+	checkLeaks(t)
+	c := fake.NewClientBuilder().Build()
+	var names []string
+	for range 2 {
+		m, cancel, result := started(t, c, settings(clocktesting.NewFakeClock(t0)))
+		joined(t, m)
+		names = append(names, m.Name())
+		cancel()
+		if err := result(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names[0] == names[1] {
+		t.Errorf("two runs without a Lease to take over share the name %q", names[0])
+	}
+}
+
+// hangingUpdates makes every Lease update after the first n hang until its
+// context ends, as an API server behind a black hole would.
+func hangingUpdates(n int) (client.Client, func() int) {
+	var mu sync.Mutex
+	calls := 0
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mu.Lock()
+			calls++
+			hang := calls > n
+			mu.Unlock()
+			if hang {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	return c, func() int { mu.Lock(); defer mu.Unlock(); return calls }
+}
+
+// A member whose renewals hang fences itself on its own timer, exactly
+// the renew deadline after the start of its last successful renewal (not
+// at a later renew tick), returns ErrRenewDeadline, and leaves its Lease
+// to expire: it never releases it.
 func TestMemberFencesItselfAtTheRenewDeadline(t *testing.T) {
 	checkLeaks(t)
 	fc := clocktesting.NewFakeClock(t0)
-	var failed atomic.Int32
-	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			failed.Add(1)
-			return errors.New("the API server is unreachable")
-		},
-	}).Build()
+	c, calls := hangingUpdates(1) // the renewal at 5 s succeeds, the rest hang
 	m, _, result := started(t, c, settings(fc))
-	eventually(t, "the Lease is created", renewedAt(t, c, m, t0))
+	joined(t, m)
 
 	fc.Step(DefaultRenewPeriod)
-	eventually(t, "a renewal fails", func() bool { return failed.Load() >= 1 })
-	select {
-	case <-m.Fenced():
-		t.Fatal("fenced 5 s after the last renewal, before the 10 s deadline")
-	default:
-	}
+	eventually(t, "the renewal at 5 s", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
+	eventually(t, "the tenure counts from 5 s", func() bool { return m.Tenure().Renewed.Equal(t0.Add(DefaultRenewPeriod)) })
+	fc.Step(DefaultRenewPeriod) // 10 s: the next renewal hangs
+	eventually(t, "a renewal hangs", func() bool { return calls() >= 2 })
+	fc.Step(DefaultRenewDeadline - DefaultRenewPeriod - time.Millisecond) // 14.999 s
+	time.Sleep(50 * time.Millisecond)
+	notFenced(t, m, "before the renew deadline after the last renewal's start")
 
-	fc.Step(DefaultRenewPeriod)
-	if err := result(); !errors.Is(err, ErrMembershipLost) {
-		t.Errorf("Start() = %v, want ErrMembershipLost", err)
+	fc.Step(time.Millisecond) // 15 s: 10 s after the renewal that began at 5 s
+	if err := result(); !errors.Is(err, ErrRenewDeadline) || !errors.Is(err, ErrMembershipLost) {
+		t.Errorf("Start() = %v, want ErrRenewDeadline, a kind of ErrMembershipLost", err)
 	}
 	select {
 	case <-m.Fenced():
 	default:
 		t.Error("Fenced() is not closed")
 	}
-	if _, err := leaseOf(t, c, m); err != nil {
-		t.Errorf("the fenced member deleted its Lease (%v): others must wait for it to expire", err)
+	if err := m.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := leaseOf(t, c, m)
+	if err != nil || Released(lease) {
+		t.Errorf("the fenced member gave up its Lease (%v): others must wait for it to expire", err)
+	}
+}
+
+// A renewal that fails is tried again after a fifth of the renew period,
+// so that one failure does not cost a renew period of the deadline.
+func TestMemberRetriesAFailedRenewal(t *testing.T) {
+	checkLeaks(t)
+	fc := clocktesting.NewFakeClock(t0)
+	var mu sync.Mutex
+	fails := 1
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if fails > 0 {
+				fails--
+				return errors.New("connection refused")
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	m, _, _ := started(t, c, settings(fc))
+	joined(t, m)
+	fc.Step(DefaultRenewPeriod)
+	eventually(t, "the failure", func() bool { mu.Lock(); defer mu.Unlock(); return fails == 0 })
+	eventually(t, "the retry is due", fc.HasWaiters)
+	fc.Step(retryPeriod(DefaultRenewPeriod))
+	eventually(t, "the retry renews", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod+retryPeriod(DefaultRenewPeriod))))
+	notFenced(t, m, "after a renewal that was retried in time")
+}
+
+// A member whose Lease is deleted under it (by hand, say) stops at its
+// next renewal, before its deadline, and does not write a new Lease: the
+// ring waits for the deleted one to expire before it moves the objects.
+func TestMemberFencesItselfWhenItsLeaseIsDeleted(t *testing.T) {
+	checkLeaks(t)
+	fc := clocktesting.NewFakeClock(t0)
+	c := fake.NewClientBuilder().Build()
+	m, _, result := started(t, c, settings(fc))
+	joined(t, m)
+	lease, _ := leaseOf(t, c, m)
+	if err := c.Delete(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+
+	fc.Step(DefaultRenewPeriod) // well before the renew deadline
+	if err := result(); !errors.Is(err, ErrLeaseDeleted) || !errors.Is(err, ErrMembershipLost) {
+		t.Errorf("Start() = %v, want ErrLeaseDeleted, a kind of ErrMembershipLost", err)
+	}
+	if _, err := leaseOf(t, c, m); !apierrors.IsNotFound(err) {
+		t.Errorf("the member created its Lease again (%v): it must not rejoin on its own", err)
+	}
+}
+
+// A Lease edited under its member: an edit that keeps it the member's (a
+// label removed by hand) is put right at the next renewal; one that makes
+// it someone else's (another process's incarnation, a release written by
+// hand) fences the member at once.
+func TestMemberAndItsLeaseEditedByHand(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*coordinationv1.Lease)
+		fence bool
+	}{
+		{"the ring's label removed", func(l *coordinationv1.Lease) { delete(l.Labels, RingLabel) }, false},
+		{"the lease duration shortened", func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To[int32](1) }, false},
+		{"taken over by another process", func(l *coordinationv1.Lease) { l.Annotations[IncarnationAnnotation] = "ffffffffffffffff" }, true},
+		{"released by hand", func(l *coordinationv1.Lease) { l.Annotations[ReleasedAnnotation] = "now" }, true},
+		{"another holder", func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("someone-else") }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkLeaks(t)
+			fc := clocktesting.NewFakeClock(t0)
+			c := fake.NewClientBuilder().Build()
+			m, _, result := started(t, c, settings(fc))
+			joined(t, m)
+			lease, _ := leaseOf(t, c, m)
+			tt.edit(lease)
+			if err := c.Update(context.Background(), lease); err != nil {
+				t.Fatal(err)
+			}
+			fc.Step(DefaultRenewPeriod)
+			if tt.fence {
+				if err := result(); !errors.Is(err, ErrLeaseTaken) {
+					t.Errorf("Start() = %v, want ErrLeaseTaken", err)
+				}
+				return
+			}
+			eventually(t, "the Lease is renewed", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
+			notFenced(t, m, "after an edit that left the Lease the member's")
+			lease, _ = leaseOf(t, c, m)
+			if lease.Labels[RingLabel] != "main" || *lease.Spec.LeaseDurationSeconds != 15 {
+				t.Errorf("the edit was not put right: labels %v, duration %d s", lease.Labels, *lease.Spec.LeaseDurationSeconds)
+			}
+		})
 	}
 }
 
@@ -208,30 +408,12 @@ func TestSettingsMustNest(t *testing.T) {
 	}
 }
 
-// A member whose Lease is deleted under it stops at once: the assigner
-// counts a deleted Lease as a member that left, and moves its objects
-// without waiting.
-func TestMemberFencesItselfWhenItsLeaseIsDeleted(t *testing.T) {
-	checkLeaks(t)
-	fc := clocktesting.NewFakeClock(t0)
-	c := fake.NewClientBuilder().Build()
-	m, _, result := started(t, c, settings(fc))
-	eventually(t, "the Lease is created", renewedAt(t, c, m, t0))
-	lease, _ := leaseOf(t, c, m)
-	if err := c.Delete(context.Background(), lease); err != nil {
-		t.Fatal(err)
-	}
-
-	fc.Step(DefaultRenewPeriod) // well before the renew deadline
-	if err := result(); !errors.Is(err, ErrLeaseDeleted) || !errors.Is(err, ErrMembershipLost) {
-		t.Errorf("Start() = %v, want ErrLeaseDeleted, a kind of ErrMembershipLost", err)
-	}
-	select {
-	case <-m.Fenced():
-	default:
-		t.Error("Fenced() is not closed")
-	}
-	if _, err := leaseOf(t, c, m); !apierrors.IsNotFound(err) {
-		t.Errorf("the member created its Lease again (%v): it must not rejoin on its own", err)
+// A lease duration that is not whole seconds is stated rounded up: the
+// others must not count the member dead before its own duration is over.
+func TestLeaseSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]int32{15 * time.Second: 15, 14400 * time.Millisecond: 15, 6 * time.Second: 6} {
+		if got := leaseSeconds(d); got != want {
+			t.Errorf("leaseSeconds(%s) = %d, want %d", d, got, want)
+		}
 	}
 }

@@ -7,25 +7,55 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kopf-go/kopf/internal/keys"
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // maxRing bounds ring names: a ring's name is part of its Leases' names
-// and of the owner label's and handover annotation's keys, whose name
-// part may hold 63 characters, "-next" included.
+// and of the keys of the owner label and the annotations, whose name part
+// may hold 63 characters, "-granted" included.
 const maxRing = 40
 
 // leasePrefix starts the name of every Lease of sharding: the assigner's
 // is the prefix and the ring, a member's adds its name.
 const leasePrefix = "kopf-shard-"
 
-// OwnerLabel is the key of the label that names an object's owner in the
-// ring; its value is a member name.
-func OwnerLabel(ring string) string { return keys.ShardPrefix + "/" + ring }
+// Keys are the keys of one ring's label and annotations on the objects
+// it shares. Their prefix carries the namespace of the ring's Leases: a
+// ring is known by its namespace and its name, so two rings of one name
+// in different namespaces (two deployments, a developer's run beside a
+// deployment) keep apart instead of each counting the other's members
+// dead and moving the objects back and forth.
+type Keys struct {
+	// Owner is the owner label: the member whose cache selects the
+	// object.
+	Owner string
+	// Granted is the annotation naming the member that was given the
+	// object by someone entitled to: the assigner, or the previous
+	// owner's acknowledgement. A member works on an object only while
+	// the owner label and the grant both name it, so an owner label
+	// edited by hand starts nobody.
+	Granted string
+	// Next is the annotation by which the assigner asks the granted
+	// member to hand the object over.
+	Next string
+}
 
-// NextAnnotation is the key of the annotation by which the assigner asks
-// an object's owner to hand the object over; its value is the next
-// member's name.
-func NextAnnotation(ring string) string { return keys.ShardPrefix + "/" + ring + "-next" }
+// KeysOf are the keys of the ring of that name whose Leases live in that
+// namespace: "<namespace>.shard.kopf.dev/<ring>", and "-granted" and
+// "-next" after it for the annotations.
+func KeysOf(namespace, ring string) Keys {
+	base := namespace + "." + keys.ShardPrefix + "/" + ring
+	return Keys{Owner: base, Granted: base + "-granted", Next: base + "-next"}
+}
+
+// Placement reads where an object stands in the ring from its labels and
+// annotations.
+func (k Keys) Placement(labels, annotations map[string]string) sharding.Placement {
+	return sharding.Placement{Owner: labels[k.Owner], Granted: annotations[k.Granted], Next: annotations[k.Next]}
+}
+
+// ID names a ring in peering records and logs: its namespace and name.
+func ID(namespace, ring string) string { return namespace + "/" + ring }
 
 // AssignerLease is the name of the Lease that elects the ring's assigner.
 func AssignerLease(ring string) string { return leasePrefix + ring }

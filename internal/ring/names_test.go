@@ -12,11 +12,16 @@ import (
 // The wire names of sharding, pinned: other replicas (and other versions)
 // read them.
 func TestWireNames(t *testing.T) {
+	k := KeysOf("operators", "main")
 	for got, want := range map[string]string{
-		OwnerLabel("main"):     "shard.kopf.dev/main",
-		NextAnnotation("main"): "shard.kopf.dev/main-next",
-		AssignerLease("main"):  "kopf-shard-main",
-		RingLabel:              "shard.kopf.dev/ring",
+		k.Owner:                 "operators.shard.kopf.dev/main",
+		k.Granted:               "operators.shard.kopf.dev/main-granted",
+		k.Next:                  "operators.shard.kopf.dev/main-next",
+		AssignerLease("main"):   "kopf-shard-main",
+		RingLabel:               "shard.kopf.dev/ring",
+		IncarnationAnnotation:   "shard.kopf.dev/incarnation",
+		ReleasedAnnotation:      "shard.kopf.dev/released",
+		ID("operators", "main"): "operators/main",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
@@ -51,16 +56,18 @@ func TestValidateRing(t *testing.T) {
 	}
 }
 
-// The longest valid ring's names stay within Kubernetes' limits: the
-// owner label's and the annotation's name parts 63 characters, the
-// Leases' names those of DNS subdomains.
+// The longest valid ring's names, in the longest namespace, stay within
+// Kubernetes' limits: keys of labels and annotations, and the Leases'
+// names those of DNS subdomains.
 func TestLongestRingFits(t *testing.T) {
 	ring := strings.Repeat("r", 40)
-	_, name, _ := strings.Cut(NextAnnotation(ring), "/")
-	if len(name) > 63 {
-		t.Errorf("the annotation's name %q has %d characters, more than 63", name, len(name))
+	k := KeysOf(strings.Repeat("n", 63), ring)
+	for _, key := range []string{k.Owner, k.Granted, k.Next} {
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			t.Errorf("the key %q is not valid: %v", key, errs)
+		}
 	}
-	for _, lease := range []string{leaseName(ring, sharding.MemberName("x")), AssignerLease(ring)} {
+	for _, lease := range []string{leaseName(ring, sharding.MemberName("x", "y")), AssignerLease(ring)} {
 		if errs := validation.IsDNS1123Subdomain(lease); len(errs) > 0 {
 			t.Errorf("the Lease name %q is not valid: %v", lease, errs)
 		}
@@ -68,7 +75,7 @@ func TestLongestRingFits(t *testing.T) {
 }
 
 func TestMemberOfLease(t *testing.T) {
-	member := sharding.MemberName(identity)
+	member := sharding.MemberName(identity, "1a2b")
 	tests := []struct {
 		name, lease string
 		want        string

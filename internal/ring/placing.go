@@ -19,24 +19,27 @@ type key struct {
 }
 
 // patchBody is the JSON merge patch of the assigner's write of a move:
-// only the owner label and the handover annotation, and the object's
+// only the owner label and the ring's annotations, and the object's
 // resourceVersion, so that the write fails with a conflict if the object
 // changed since the assigner read it (its owner may have moved the label
-// meanwhile). An owner set directly drops a handover request: the
-// request was for the previous owner.
-func patchBody(ring, resourceVersion string, mv sharding.Move) ([]byte, error) {
+// meanwhile). An owner set directly is granted the object too, and the
+// handover request is the move's own or none: an earlier request was for
+// an earlier owner.
+func patchBody(k Keys, resourceVersion string, mv sharding.Move) ([]byte, error) {
 	if resourceVersion == "" {
 		return nil, errors.New("a guarded write needs the object's resourceVersion")
 	}
 	meta := map[string]any{"resourceVersion": resourceVersion}
+	var next any // nil removes the request
+	if mv.Next != "" {
+		next = mv.Next
+	}
 	switch {
 	case mv.Owner != "":
-		meta["labels"] = map[string]any{OwnerLabel(ring): mv.Owner}
-		meta["annotations"] = map[string]any{NextAnnotation(ring): nil}
-	case mv.Next != "":
-		meta["annotations"] = map[string]any{NextAnnotation(ring): mv.Next}
-	case mv.ClearNext:
-		meta["annotations"] = map[string]any{NextAnnotation(ring): nil}
+		meta["labels"] = map[string]any{k.Owner: mv.Owner}
+		meta["annotations"] = map[string]any{k.Granted: mv.Owner, k.Next: next}
+	case mv.Next != "", mv.ClearNext:
+		meta["annotations"] = map[string]any{k.Next: next}
 	default:
 		return nil, errors.New("an empty move writes nothing")
 	}
@@ -112,15 +115,14 @@ func (t *tally) settled() (summary, bool) {
 }
 
 // seen is what placing reads of an object, as last listed or watched:
-// its uid and resourceVersion, and its owner label and handover
-// annotation. The assigner keeps it only until the object is placed.
+// its uid and resourceVersion, and its owner label and the ring's
+// annotations. The assigner keeps it only until the object is placed.
 type seen struct {
 	uid, resourceVersion string
 	now                  sharding.Placement
 }
 
 // seenOf takes what placing reads from an object's metadata.
-func seenOf(ring string, o *metav1.PartialObjectMetadata) seen {
-	return seen{uid: string(o.UID), resourceVersion: o.ResourceVersion,
-		now: sharding.Placement{Owner: o.Labels[OwnerLabel(ring)], Next: o.Annotations[NextAnnotation(ring)]}}
+func seenOf(k Keys, o *metav1.PartialObjectMetadata) seen {
+	return seen{uid: string(o.UID), resourceVersion: o.ResourceVersion, now: k.Placement(o.Labels, o.Annotations)}
 }

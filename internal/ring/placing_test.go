@@ -16,16 +16,20 @@ func TestPatchBody(t *testing.T) {
 		mv   sharding.Move
 		want string
 	}{
-		{"an owner set directly drops any handover request", sharding.Move{Owner: "m1"},
-			`{"metadata":{"annotations":{"shard.kopf.dev/main-next":null},"labels":{"shard.kopf.dev/main":"m1"},"resourceVersion":"42"}}`},
-		{"a handover request leaves the owner label", sharding.Move{Next: "m2"},
-			`{"metadata":{"annotations":{"shard.kopf.dev/main-next":"m2"},"resourceVersion":"42"}}`},
+		{"an owner set directly is granted the object, and any handover request goes", sharding.Move{Owner: "m1"},
+			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":null},` +
+				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42"}}`},
+		{"a label put back to its granted member, with a handover request", sharding.Move{Owner: "m1", Next: "m2"},
+			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":"m2"},` +
+				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42"}}`},
+		{"a handover request leaves the owner label and the grant", sharding.Move{Next: "m2"},
+			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":"m2"},"resourceVersion":"42"}}`},
 		{"a handover called off", sharding.Move{ClearNext: true},
-			`{"metadata":{"annotations":{"shard.kopf.dev/main-next":null},"resourceVersion":"42"}}`},
+			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":null},"resourceVersion":"42"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := patchBody("main", "42", tt.mv)
+			got, err := patchBody(KeysOf("ops", "main"), "42", tt.mv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,10 +51,10 @@ func canonical(t *testing.T, raw string) any {
 
 // Every write is guarded, and a write must write something.
 func TestPatchBodyRefuses(t *testing.T) {
-	if _, err := patchBody("main", "", sharding.Move{Owner: "m1"}); err == nil {
+	if _, err := patchBody(KeysOf("ops", "main"), "", sharding.Move{Owner: "m1"}); err == nil {
 		t.Error("patchBody() without a resourceVersion gave a patch")
 	}
-	if _, err := patchBody("main", "42", sharding.Move{}); err == nil {
+	if _, err := patchBody(KeysOf("ops", "main"), "42", sharding.Move{}); err == nil {
 		t.Error("patchBody() of an empty move gave a patch")
 	}
 }

@@ -79,7 +79,7 @@ func (a *Assigner) newTerm(f *follower) (*term, error) {
 }
 
 // offer queues an object to be placed, as it is now.
-func (t *term) offer(k key, o *metav1.PartialObjectMetadata) { t.offerSeen(k, seenOf(t.a.s.Ring, o)) }
+func (t *term) offer(k key, o *metav1.PartialObjectMetadata) { t.offerSeen(k, seenOf(t.a.keys, o)) }
 
 // offerSeen queues an object to be placed, as it was seen.
 func (t *term) offerSeen(k key, s seen) {
@@ -156,6 +156,9 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	if len(dead) > 0 {
 		t.a.s.Logger.Info("Members stopped renewing their Leases; they count as dead, and their Leases are deleted.", "dead", dead)
 	}
+	if err := deleteReleased(ctx, t.a.leases.Leases(t.a.s.Namespace), t.a.s.Ring, t.f.releasedLeases()); err != nil && ctx.Err() == nil {
+		t.a.s.Logger.V(1).Info("Released Leases could not be deleted; they are tried again later.", "error", err.Error())
+	}
 	live := append(t.f.live.Live(now), pending...)
 	slices.Sort(live)
 	live = slices.Compact(live)
@@ -197,7 +200,7 @@ func (t *term) listAll(ctx context.Context) ([]key, []seen, error) {
 	var errs []error
 	for _, src := range t.sources {
 		err := src.listAll(ctx, func(k key, o *metav1.PartialObjectMetadata) {
-			keys, sightings = append(keys, k), append(sightings, seenOf(t.a.s.Ring, o))
+			keys, sightings = append(keys, k), append(sightings, seenOf(t.a.keys, o))
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list %s: %w", t.a.s.Kinds[src.kind], err))

@@ -90,7 +90,7 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 	if !ok {
 		return mv, false, nil
 	}
-	body, err := patchBody(t.a.s.Ring, s.resourceVersion, mv)
+	body, err := patchBody(t.a.keys, s.resourceVersion, mv)
 	if err != nil {
 		return mv, false, err
 	}
@@ -111,11 +111,14 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 func (t *term) logMove(k key, was sharding.Placement, mv sharding.Move) {
 	log := t.a.s.Logger.V(1).WithValues("kind", t.a.s.Kinds[k.kind].Kind, "object", k.String())
 	switch {
+	case mv.Owner != "" && mv.Owner == was.Granted:
+		log.Info(fmt.Sprintf("Put the owner label of %s back to %s, to which it is granted.", k, mv.Owner),
+			"owner", mv.Owner, "label", was.Owner, "next", mv.Next)
 	case mv.Owner != "":
-		log.Info(fmt.Sprintf("Assigned %s to %s.", k, mv.Owner), "owner", mv.Owner, "previous", was.Owner)
+		log.Info(fmt.Sprintf("Assigned %s to %s.", k, mv.Owner), "owner", mv.Owner, "previous", was.Granted)
 	case mv.Next != "":
-		log.Info(fmt.Sprintf("Asked %s to hand %s over to %s.", was.Owner, k, mv.Next), "owner", was.Owner, "next", mv.Next)
+		log.Info(fmt.Sprintf("Asked %s to hand %s over to %s.", was.Granted, k, mv.Next), "owner", was.Granted, "next", mv.Next)
 	case mv.ClearNext:
-		log.Info(fmt.Sprintf("Called off the handover of %s to %s.", k, was.Next), "owner", was.Owner)
+		log.Info(fmt.Sprintf("Called off the handover of %s to %s.", k, was.Next), "owner", was.Granted)
 	}
 }

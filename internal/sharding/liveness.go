@@ -8,11 +8,16 @@ import (
 
 // Liveness tells live members from the Leases an observer sees, by the
 // observer's own clock, as leader election does: a member is live until
-// its Lease has stayed unchanged (same resourceVersion) for the lease
+// its Lease has stayed unchanged (same resourceVersion) for its lease
 // duration since this observer first saw that version. Clocks of members
 // and observers need not agree, only run at about the same rate. A new
 // observer knows no history: every Lease it first sees counts as just
 // renewed, so that nobody is declared dead before a full lease duration.
+//
+// A Lease that disappears is not a member that left: only the member's
+// own release says that it has stopped (Forget). A Lease deleted by
+// someone else stays live until its lease duration has run out, because
+// its member may still be working until it notices.
 type Liveness struct {
 	duration time.Duration
 
@@ -20,31 +25,41 @@ type Liveness struct {
 	seen map[string]sighting
 }
 
-// sighting is a Lease's version and when this observer first saw it.
+// sighting is a Lease's version, when this observer first saw it, and how
+// long it lasts from then.
 type sighting struct {
 	version string
 	at      time.Time
+	lasts   time.Duration
 }
 
-// NewLiveness tracks members whose Leases last leaseDuration.
+// NewLiveness tracks members whose Leases last at least leaseDuration:
+// the observer's own setting, which a member's Lease can lengthen but not
+// shorten (see Observe).
 func NewLiveness(leaseDuration time.Duration) *Liveness {
 	return &Liveness{duration: leaseDuration, seen: map[string]sighting{}}
 }
 
 // Observe records a member's Lease as seen at now; a new version (a
 // renewal) starts its lease duration afresh, the same version does not.
-func (l *Liveness) Observe(member, version string, now time.Time) {
+// declared is the lease duration the Lease itself states: a member
+// configured with a longer one than this observer (during a rollout that
+// changes the durations) fences itself later, and is counted live for as
+// long. A shorter one does not shorten the observer's: the larger of the
+// two is never too early, and a Lease edited by hand cannot make its
+// member expire before the member fences itself.
+func (l *Liveness) Observe(member, version string, declared time.Duration, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s, ok := l.seen[member]; ok && s.version == version {
 		return
 	}
-	l.seen[member] = sighting{version: version, at: now}
+	l.seen[member] = sighting{version: version, at: now, lasts: max(l.duration, declared)}
 }
 
-// Gone records that a member's Lease was deleted: the member left on its
-// own, and is not live any more.
-func (l *Liveness) Gone(member string) {
+// Forget records that a member is no longer one: it released its Lease
+// after it had stopped, or its death was confirmed.
+func (l *Liveness) Forget(member string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.seen, member)
@@ -56,7 +71,7 @@ func (l *Liveness) Live(now time.Time) []string {
 	defer l.mu.Unlock()
 	var live []string
 	for m, s := range l.seen {
-		if now.Sub(s.at) < l.duration {
+		if now.Sub(s.at) < s.lasts {
 			live = append(live, m)
 		}
 	}
@@ -73,7 +88,7 @@ func (l *Liveness) Expired(now time.Time) map[string]string {
 	defer l.mu.Unlock()
 	expired := map[string]string{}
 	for m, s := range l.seen {
-		if now.Sub(s.at) >= l.duration {
+		if now.Sub(s.at) >= s.lasts {
 			expired[m] = s.version
 		}
 	}
@@ -88,18 +103,10 @@ func (l *Liveness) NextExpiry(now time.Time) (time.Time, bool) {
 	var next time.Time
 	found := false
 	for _, s := range l.seen {
-		at := s.at.Add(l.duration)
+		at := s.at.Add(s.lasts)
 		if at.After(now) && (!found || at.Before(next)) {
 			next, found = at, true
 		}
 	}
 	return next, found
-}
-
-// Fenced tells a member whether it must stop handling objects: its last
-// successful renewal is renewDeadline or more ago. renewDeadline is
-// shorter than the lease duration, so a member stops before any observer
-// counts it dead and gives its objects to others.
-func Fenced(lastRenewal, now time.Time, renewDeadline time.Duration) bool {
-	return now.Sub(lastRenewal) >= renewDeadline
 }

@@ -15,8 +15,10 @@ func TestLiveness(t *testing.T) {
 	type step struct {
 		at      time.Duration // since t0
 		observe map[string]string
-		gone    []string
-		live    []string // after the step's sightings and deletions
+		// declared is the lease duration the observed Leases state.
+		declared time.Duration
+		forget   []string
+		live     []string // after the step's sightings and deletions
 		// expired are the members seen expired, with their last versions.
 		expired map[string]string
 	}
@@ -46,11 +48,25 @@ func TestLiveness(t *testing.T) {
 			{at: 15 * time.Second, live: nil, expired: map[string]string{"a": "1"}},
 		},
 	}, {
-		name: "a deleted Lease is a member that left, at once",
+		name: "a member forgotten (released, or confirmed dead) is not live, at once",
 		steps: []step{
 			{at: 0, observe: map[string]string{"a": "1", "b": "7"}, live: []string{"a", "b"}},
-			{at: time.Second, gone: []string{"a"}, live: []string{"b"}},
+			{at: time.Second, forget: []string{"a"}, live: []string{"b"}},
 			{at: 20 * time.Second, live: nil, expired: map[string]string{"b": "7"}},
+		},
+	}, {
+		name: "a longer lease duration stated by the Lease is honoured (a member of an earlier rollout)",
+		steps: []step{
+			{at: 0, observe: map[string]string{"a": "1"}, declared: 30 * time.Second, live: []string{"a"}},
+			{at: 29 * time.Second, live: []string{"a"}},
+			{at: 30 * time.Second, live: nil, expired: map[string]string{"a": "1"}},
+		},
+	}, {
+		name: "a shorter lease duration stated by the Lease does not shorten the observer's (a hand edit)",
+		steps: []step{
+			{at: 0, observe: map[string]string{"a": "1"}, declared: time.Second, live: []string{"a"}},
+			{at: 14 * time.Second, live: []string{"a"}},
+			{at: 15 * time.Second, live: nil, expired: map[string]string{"a": "1"}},
 		},
 	}, {
 		name: "an expired member renewing comes back",
@@ -66,10 +82,10 @@ func TestLiveness(t *testing.T) {
 			for _, s := range tt.steps {
 				now := t0.Add(s.at)
 				for m, v := range s.observe {
-					l.Observe(m, v, now)
+					l.Observe(m, v, s.declared, now)
 				}
-				for _, m := range s.gone {
-					l.Gone(m)
+				for _, m := range s.forget {
+					l.Forget(m)
 				}
 				if diff := cmp.Diff(s.live, l.Live(now)); diff != "" {
 					t.Errorf("at %s: live -want +got:\n%s", s.at, diff)
@@ -91,8 +107,8 @@ func TestNextExpiry(t *testing.T) {
 	if _, ok := l.NextExpiry(t0); ok {
 		t.Error("NextExpiry() without members found one")
 	}
-	l.Observe("a", "1", t0)
-	l.Observe("b", "1", t0.Add(5*time.Second))
+	l.Observe("a", "1", 0, t0)
+	l.Observe("b", "1", 0, t0.Add(5*time.Second))
 	got, ok := l.NextExpiry(t0.Add(6 * time.Second))
 	if want := t0.Add(15 * time.Second); !ok || !got.Equal(want) {
 		t.Errorf("NextExpiry() = %v, %v; want %v", got, ok, want)
@@ -100,17 +116,5 @@ func TestNextExpiry(t *testing.T) {
 	got, ok = l.NextExpiry(t0.Add(16 * time.Second))
 	if want := t0.Add(20 * time.Second); !ok || !got.Equal(want) {
 		t.Errorf("NextExpiry() after a's expiry = %v, %v; want %v", got, ok, want)
-	}
-}
-
-// A member stops at the renew deadline, which comes before any observer's
-// lease duration runs out.
-func TestFenced(t *testing.T) {
-	const deadline = 10 * time.Second
-	if Fenced(t0, t0.Add(9*time.Second), deadline) {
-		t.Error("fenced 9 s after the last renewal, before the 10 s deadline")
-	}
-	if !Fenced(t0, t0.Add(10*time.Second), deadline) {
-		t.Error("not fenced at the 10 s deadline")
 	}
 }

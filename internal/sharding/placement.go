@@ -3,17 +3,31 @@ package sharding
 import "slices"
 
 // Placement is where an object stands in its ring, as its labels and
-// annotations say: Owner handles it; Next, if set, is the member the
-// assigner has asked Owner to hand it over to.
+// annotations say. Owner is the owner label, which selects the object into
+// a member's cache. Granted is the member that was last given the object
+// by someone entitled to (the assigner, or the previous owner's
+// acknowledgement); a member handles an object only while both name it.
+// Next, if set, is the member the assigner has asked Granted to hand the
+// object over to.
 type Placement struct {
-	Owner, Next string
+	Owner, Granted, Next string
+}
+
+// Handled reports whether member may work on the object: the owner label
+// and the grant both name it. An owner label edited by hand names a member
+// that was granted nothing, and that member must not start before the
+// granted one has stopped.
+func (p Placement) Handled(member string) bool {
+	return member != "" && p.Owner == member && p.Granted == member
 }
 
 // Move is what the assigner writes to an object. Owner: the owner label
-// is set to it directly (and a handover request removed); only for
-// objects that no live member handles. Next: the handover annotation is
-// set to it (or removed, when ClearNext); the live owner moves the label
-// itself once it has let go.
+// and the grant are set to it, and the handover request is set to Next or
+// removed; only for objects that no live member may be working on, or to
+// put a hand-edited owner label back to the granted member. Otherwise
+// Next: the handover request is set to it (or removed, when ClearNext);
+// the granted member moves the label and the grant itself once it has let
+// go.
 type Move struct {
 	Owner     string
 	Next      string
@@ -23,23 +37,30 @@ type Move struct {
 // Place decides the assigner's write for one object, given the live
 // members (sorted or not); false: nothing to write.
 //
-// An object without a live owner (new, unowned, or its owner's Lease
-// expired or deleted) gets its owner at once: nobody handles it, and a
-// member stops handling objects before its Lease can expire (it fences
-// itself) or be deleted (it stops first). An object whose live owner is
-// not the one hashing says gets a handover request instead, so that the
-// owner lets go before the next one starts. Without live members nothing
-// moves.
+// The grant, not the owner label, tells who may be working on the object:
+// only the assigner and an acknowledging owner write it, while a label can
+// be edited by anyone. An object granted to nobody live (new, or its
+// member's Lease released, or expired and confirmed so) gets its owner at
+// once: nobody works on it. An object granted to a live member stays with
+// that member until it lets go: if the label was changed under it, the
+// label is put back; if hashing wants another member, the granted one is
+// asked to hand it over. Without live members nothing moves.
 func Place(uid string, p Placement, live []string) (Move, bool) {
 	want := Owner(uid, live)
 	switch {
 	case want == "":
 		return Move{}, false
-	case !slices.Contains(live, p.Owner):
+	case !slices.Contains(live, p.Granted):
 		return Move{Owner: want}, true
-	case want == p.Owner && p.Next != "":
+	case p.Owner != p.Granted:
+		mv := Move{Owner: p.Granted}
+		if want != p.Granted {
+			mv.Next = want
+		}
+		return mv, true
+	case want == p.Granted && p.Next != "":
 		return Move{ClearNext: true}, true // the ring changed back
-	case want != p.Owner && p.Next != want:
+	case want != p.Granted && p.Next != want:
 		return Move{Next: want}, true
 	}
 	return Move{}, false

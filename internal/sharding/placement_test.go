@@ -14,6 +14,7 @@ func TestPlace(t *testing.T) {
 	if other == hashed {
 		other = "member-b"
 	}
+	owned := func(m string) Placement { return Placement{Owner: m, Granted: m} }
 	tests := []struct {
 		name  string
 		p     Placement
@@ -22,15 +23,27 @@ func TestPlace(t *testing.T) {
 		write bool
 	}{
 		{"a new object gets its owner at once", Placement{}, live, Move{Owner: hashed}, true},
-		{"an object of a dead member gets its owner at once", Placement{Owner: "member-gone"}, live, Move{Owner: hashed}, true},
+		{"an object of a dead member gets its owner at once", owned("member-gone"), live, Move{Owner: hashed}, true},
 		{"a dead member's object gets its owner at once, its handover request dropped",
-			Placement{Owner: "member-gone", Next: other}, live, Move{Owner: hashed}, true},
-		{"an object where it belongs stays", Placement{Owner: hashed}, live, Move{}, false},
-		{"an object of a live member that should move gets a handover request", Placement{Owner: other}, live, Move{Next: hashed}, true},
-		{"a requested handover is not requested again", Placement{Owner: other, Next: hashed}, live, Move{}, false},
-		{"a handover to a member that has gone is redirected", Placement{Owner: other, Next: "member-gone"}, live, Move{Next: hashed}, true},
-		{"a handover no longer wanted is called off", Placement{Owner: hashed, Next: other}, live, Move{ClearNext: true}, true},
-		{"without live members nothing moves", Placement{Owner: "member-gone"}, nil, Move{}, false},
+			Placement{Owner: "member-gone", Granted: "member-gone", Next: other}, live, Move{Owner: hashed}, true},
+		{"an object where it belongs stays", owned(hashed), live, Move{}, false},
+		{"an object of a live member that should move gets a handover request", owned(other), live, Move{Next: hashed}, true},
+		{"a requested handover is not requested again", Placement{Owner: other, Granted: other, Next: hashed}, live, Move{}, false},
+		{"a handover to a member that has gone is redirected",
+			Placement{Owner: other, Granted: other, Next: "member-gone"}, live, Move{Next: hashed}, true},
+		{"a handover no longer wanted is called off", Placement{Owner: hashed, Granted: hashed, Next: other}, live, Move{ClearNext: true}, true},
+		{"without live members nothing moves", owned("member-gone"), nil, Move{}, false},
+
+		// Labels edited by hand: the grant says who may be working on it.
+		{"a label edited away from a live granted member is put back",
+			Placement{Owner: other, Granted: hashed}, live, Move{Owner: hashed}, true},
+		{"a label edited away from a live granted member that should move is put back, with the request",
+			Placement{Owner: hashed, Granted: other}, live, Move{Owner: other, Next: hashed}, true},
+		{"a label removed from a live granted member is put back", Placement{Granted: hashed}, live, Move{Owner: hashed}, true},
+		{"a label edited away from a dead granted member: the object gets its owner at once",
+			Placement{Owner: other, Granted: "member-gone"}, live, Move{Owner: hashed}, true},
+		{"a label without a grant (set by hand on a new object): the object gets its owner at once",
+			Placement{Owner: other}, live, Move{Owner: hashed}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +53,29 @@ func TestPlace(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Place() -want +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHandled(t *testing.T) {
+	tests := []struct {
+		name   string
+		p      Placement
+		member string
+		want   bool
+	}{
+		{"label and grant name the member", Placement{Owner: "a", Granted: "a"}, "a", true},
+		{"a pending handover does not stop the owner yet", Placement{Owner: "a", Granted: "a", Next: "b"}, "a", true},
+		{"a label edited by hand to the member", Placement{Owner: "b", Granted: "a"}, "b", false},
+		{"the granted member whose label was edited away", Placement{Owner: "b", Granted: "a"}, "a", false},
+		{"a label without a grant", Placement{Owner: "a"}, "a", false},
+		{"nothing", Placement{}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.Handled(tt.member); got != tt.want {
+				t.Errorf("%+v.Handled(%q) = %v, want %v", tt.p, tt.member, got, tt.want)
 			}
 		})
 	}

@@ -48,10 +48,14 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-// MemberName is the name of the member with the given identity, as it
-// stands in owner labels and Lease names: identities (name@host/time/…)
-// are not valid label values, so the name is a short hash of it.
-func MemberName(identity string) string {
-	sum := sha256.Sum256([]byte(identity))
+// MemberName is the name of one incarnation of the member with the given
+// identity, as it stands in owner labels and Lease names: identities
+// (name@host/time/…) are not valid label values, so the name is a short
+// hash of both. A member that starts without a Lease to take over is a new
+// incarnation with a new name, so that it never handles an object that a
+// previous incarnation owned and that the ring may be moving away from it
+// right then (docs/sharding.md, "Members").
+func MemberName(identity, incarnation string) string {
+	sum := sha256.Sum256([]byte(identity + "\x00" + incarnation))
 	return "m" + hex.EncodeToString(sum[:6])
 }

@@ -102,17 +102,25 @@ func TestLeaveMovesOnlyTheLeaversObjects(t *testing.T) {
 
 // Member names are valid label values (at most 63 characters of
 // [a-z0-9A-Z-_.], starting and ending alphanumeric), stable, and differ
-// between identities.
+// between identities and between incarnations of one identity.
 func TestMemberName(t *testing.T) {
-	a := MemberName("kopf@host-1/20261201100000/abcde")
-	b := MemberName("kopf@host-2/20261201100000/abcde")
-	if a == b {
-		t.Errorf("two identities share the name %q", a)
-	}
-	if a != MemberName("kopf@host-1/20261201100000/abcde") {
-		t.Error("the name of one identity changed")
-	}
-	if errs := validation.IsValidLabelValue(a); len(errs) > 0 {
-		t.Errorf("%q is not a label value: %v", a, errs)
+	names := map[string]string{}
+	for _, in := range [][2]string{
+		{"kopf@host-1/20261201100000/abcde", "1a2b3c4d"},
+		{"kopf@host-2/20261201100000/abcde", "1a2b3c4d"},
+		{"kopf@host-1/20261201100000/abcde", "5e6f7a8b"},
+		{"kopf@host-1/20261201100000/abcde1a2b3c4d", ""}, // the separator matters
+	} {
+		name := MemberName(in[0], in[1])
+		if errs := validation.IsValidLabelValue(name); len(errs) > 0 {
+			t.Errorf("%q is not a label value: %v", name, errs)
+		}
+		if name != MemberName(in[0], in[1]) {
+			t.Errorf("the name of %q changed", in)
+		}
+		if prev, ok := names[name]; ok {
+			t.Errorf("%q and %q share the name %q", prev, in, name)
+		}
+		names[name] = fmt.Sprint(in)
 	}
 }

@@ -169,7 +169,7 @@ func ringMemory(tb testing.TB, replicas, n int) ringMemoryFigures {
 	tb.Helper()
 	ns := fixtures.env.Namespace(tb)
 	driver := newClient(tb, nil)
-	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ringName))
+	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ns, ringName))
 	r := newBenchRing(tb, ns, heapProfiled)
 	r.start(replicas)
 	r.settle()
@@ -276,7 +276,7 @@ func ringThroughput(tb testing.TB, replicas, n int) throughputFigures {
 	tb.Helper()
 	ns := fixtures.env.Namespace(tb)
 	driver := newClient(tb, nil)
-	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ringName))
+	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ns, ringName))
 	r := newBenchRing(tb, ns, "--handler-delay", (*handlerDelay).String())
 	r.start(replicas)
 	r.settle()
@@ -333,7 +333,7 @@ func ceilingThroughput(tb testing.TB, n int) throughputFigures {
 	writer := newClient(tb, counter)
 	obs := observe(tb, ns, kex.KopfLastHandled)
 	patches := []string{
-		fmt.Sprintf(`{"metadata":{"labels":{%q:"ceiling"}}}`, ring.OwnerLabel(ringName)),
+		ownerPatch(ns, "ceiling"),
 		fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, kex.Finalizer),
 		"status",
 		fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kex.KopfLastHandled, kex.LastHandledOf(kex.New(ns, 0).Spec)),
@@ -381,11 +381,17 @@ func createOwned(tb testing.TB, driver client.Client, ns string, n, workers int,
 		if members == nil {
 			return nil
 		}
-		owner := sharding.Owner(string(obj.UID), members)
-		return mergePatch(driver, obj, fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, ring.OwnerLabel(ringName), owner))
+		return mergePatch(driver, obj, ownerPatch(ns, sharding.Owner(string(obj.UID), members)))
 	}); err != nil {
 		tb.Fatalf("create the objects: %v", err)
 	}
+}
+
+// ownerPatch is the assigner's write of an object's owner: the owner
+// label and the grant, in one patch.
+func ownerPatch(ns, owner string) string {
+	keys := ring.KeysOf(ns, ringName)
+	return fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"annotations":{%q:%q}}}`, keys.Owner, owner, keys.Granted, owner)
 }
 
 // formatCounts lists request counts by key, sorted.

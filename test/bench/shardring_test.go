@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
@@ -47,8 +48,9 @@ type ringView struct {
 	misplaced int
 }
 
-func newRingView(ringName string) *ringView {
-	return &ringView{label: ring.OwnerLabel(ringName), next: ring.NextAnnotation(ringName), owner: map[string]string{},
+func newRingView(ns, ringName string) *ringView {
+	keys := ring.KeysOf(ns, ringName)
+	return &ringView{label: keys.Owner, next: keys.Next, owner: map[string]string{},
 		uid: map[string]string{}, asked: map[string]bool{}, byOwner: map[string]int{}, placed: map[string]bool{}}
 }
 
@@ -139,6 +141,19 @@ func (o *observer) ringNow() ringFigures {
 	return ringFigures{moved: o.ring.moved, assigned: o.ring.assigned, lastAssigned: o.ring.lastAssigned}
 }
 
+// hashedTo counts the objects that hashing among live puts on member.
+func (o *observer) hashedTo(live []string, member string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, uid := range o.ring.uid {
+		if sharding.Owner(uid, live) == member {
+			n++
+		}
+	}
+	return n
+}
+
 // ownedBy counts the objects that a member owns.
 func (o *observer) ownedBy(member string) int {
 	o.mu.Lock()
@@ -188,19 +203,48 @@ func (r *benchRing) start(n int) []*replica {
 		if *assignerWorkers > 0 {
 			args = append(args, "--assigner-workers", strconv.Itoa(*assignerWorkers))
 		}
-		rep := &replica{identity: id, member: sharding.MemberName(id), op: startOperator(r.tb, variantForKind, r.ns, args...)}
+		rep := &replica{identity: id, op: startOperator(r.tb, variantForKind, r.ns, args...)}
 		r.replicas = append(r.replicas, rep)
 		added = append(added, rep)
 	}
+	r.learnMembers(added)
 	r.waitMembers()
 	return added
 }
 
+// learnMembers waits until every replica has joined, and learns its
+// member name from its Lease: a name is drawn when a replica joins.
+func (r *benchRing) learnMembers(reps []*replica) {
+	r.tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		members, err := handlers.ShardMembers(context.Background(), r.driver, r.ns, ringName)
+		if err != nil {
+			r.tb.Fatal(err)
+		}
+		missing := 0
+		for _, rep := range reps {
+			for member, identity := range members {
+				if identity == rep.identity {
+					rep.member = member
+				}
+			}
+			if rep.member == "" {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.tb.Fatalf("%d replicas did not join the ring within a minute", missing)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // identityOf is the identity of the k-th replica a ring starts.
 func identityOf(k int) string { return fmt.Sprintf("replica-%d", k) }
-
-// nextMember is the member name of the next replica that start starts.
-func (r *benchRing) nextMember() string { return sharding.MemberName(identityOf(r.started + 1)) }
 
 // members are the member names of the running replicas, sorted.
 func (r *benchRing) members() []string {

@@ -40,7 +40,7 @@ func TestShardingExampleDeployment(t *testing.T) {
 	var copies []*shardCopy
 	for i := range 2 {
 		podID := fmt.Sprintf("%s-7d9f8-%d", deployment.GetName(), i)
-		copies = append(copies, startShardCopy(t, "18-sharding", podID, args,
+		copies = append(copies, startShardCopy(t, "18-sharding", podID, ring, podNS, args,
 			[]string{"KUBECONFIG=" + kc, "POD_ID=" + podID, "POD_NAMESPACE=" + podNS}))
 	}
 	waitForRing(t, copies)
@@ -54,7 +54,7 @@ func TestShardingExampleDeployment(t *testing.T) {
 		}
 	}
 	shardWait(t, copies, "every object is created and watched by its owner", 60*time.Second, func() (bool, string) {
-		return handledByOwners(t, ns, ring, copies, names)
+		return handledByOwners(t, ns, podNS, ring, copies, names)
 	})
 	for _, c := range copies {
 		if n := strings.Count(strings.ToLower(c.Output()), "forbidden"); n > 0 {
@@ -143,7 +143,7 @@ func impersonating(t *testing.T, user string) string {
 
 // handledByOwners reports whether every object is owned by one of the
 // copies, which ran its create handler and runs its daemon.
-func handledByOwners(t *testing.T, ns, ring string, copies []*shardCopy, names []string) (bool, string) {
+func handledByOwners(t *testing.T, ns, leaseNS, ring string, copies []*shardCopy, names []string) (bool, string) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("kopf.dev/v1")
 	list.SetKind("KopfExampleList")
@@ -154,7 +154,7 @@ func handledByOwners(t *testing.T, ns, ring string, copies []*shardCopy, names [
 		return false, fmt.Sprintf("%d objects, want %d", len(list.Items), len(names))
 	}
 	for _, obj := range list.Items {
-		owner := obj.GetLabels()[handlers.ShardOwnerLabel(ring)]
+		owner := obj.GetLabels()[handlers.ShardOwnerLabel(leaseNS, ring)]
 		i := slices.IndexFunc(copies, func(c *shardCopy) bool { return c.member == owner })
 		if i < 0 {
 			return false, fmt.Sprintf("%s is owned by %q", obj.GetName(), owner)

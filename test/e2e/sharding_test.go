@@ -29,7 +29,10 @@ var invokedRE = regexp.MustCompile(`Daemon '(background_sync|background_async)' 
 // shardCopy is one copy of an example in a ring.
 type shardCopy struct {
 	*operator
-	podID, member string
+	podID string
+	// ring and leaseNS name its ring; member is its name there, learned
+	// from its Lease once it has joined.
+	ring, leaseNS, member string
 }
 
 // The black-box contract of sharding, with the plain 14-daemons example
@@ -82,7 +85,7 @@ func startShardCopies(t *testing.T, ns string, n int) []*shardCopy {
 	var copies []*shardCopy
 	for i := range n {
 		podID := fmt.Sprintf("daemons-%d", i+1)
-		copies = append(copies, startShardCopy(t, "14-daemons", podID,
+		copies = append(copies, startShardCopy(t, "14-daemons", podID, shardRing, ns,
 			[]string{"--shard-ring=" + shardRing, "--namespace=" + ns, "--verbose"},
 			[]string{"KUBECONFIG=" + kubeconfig, "POD_ID=" + podID, "POD_NAMESPACE=" + ns}))
 	}
@@ -90,9 +93,10 @@ func startShardCopies(t *testing.T, ns string, n int) []*shardCopy {
 	return copies
 }
 
-// startShardCopy runs an example as the pod podID would run it; its
-// output is logged if the test fails.
-func startShardCopy(t *testing.T, example, podID string, args, environ []string) *shardCopy {
+// startShardCopy runs an example as the pod podID would run it, in the
+// ring whose Leases live in leaseNS; its output is logged if the test
+// fails.
+func startShardCopy(t *testing.T, example, podID, ring, leaseNS string, args, environ []string) *shardCopy {
 	t.Helper()
 	p, err := testenv.StartProcess(filepath.Join(binDir, example), args, environ)
 	if err != nil {
@@ -104,7 +108,7 @@ func startShardCopy(t *testing.T, example, podID string, args, environ []string)
 			t.Logf("the output of %s as %s:\n%s", example, podID, p.Output())
 		}
 	})
-	return &shardCopy{operator: &operator{p}, podID: podID, member: handlers.ShardMember(podID)}
+	return &shardCopy{operator: &operator{p}, podID: podID, ring: ring, leaseNS: leaseNS}
 }
 
 // waitForRing waits until the ring's assigner counts every copy. Objects
@@ -112,6 +116,23 @@ func startShardCopy(t *testing.T, example, podID string, args, environ []string)
 // two processes in turn.
 func waitForRing(t *testing.T, copies []*shardCopy) {
 	t.Helper()
+	shardWait(t, copies, "every copy joins the ring", 60*time.Second, func() (bool, string) {
+		members, err := handlers.ShardMembers(context.Background(), env.Client, copies[0].leaseNS, copies[0].ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range copies {
+			for member, identity := range members {
+				if identity == c.podID {
+					c.member = member
+				}
+			}
+			if c.member == "" {
+				return false, c.podID + " has no Lease yet"
+			}
+		}
+		return true, ""
+	})
 	shardWait(t, copies, "the assigner counts every member", 60*time.Second, func() (bool, string) {
 		for _, c := range copies {
 			for _, line := range strings.Split(c.Output(), "\n") {
@@ -187,21 +208,32 @@ func checkOneProcessEach(t *testing.T, copies []*shardCopy, names []string, owne
 				in = append(in, c.podID)
 			}
 		}
-		if len(in) != 1 || handlers.ShardMember(in[0]) != owners[name] {
+		if len(in) != 1 || memberOf(copies, in[0]) != owners[name] {
 			t.Errorf("%s: daemons invoked in %v; want in its owner %s only", name, in, owners[name])
 		}
 	}
 }
 
-// shardOwners reads the owner label of every object in the namespace.
-func shardOwners(t *testing.T, ns string) map[string]string {
-	t.Helper()
-	return ringOwners(t, ns, shardRing)
+// memberOf is the member name of the copy with the pod id.
+func memberOf(copies []*shardCopy, podID string) string {
+	for _, c := range copies {
+		if c.podID == podID {
+			return c.member
+		}
+	}
+	return ""
 }
 
-// ringOwners reads the owner label of the ring of every object in the
-// namespace.
-func ringOwners(t *testing.T, ns, ring string) map[string]string {
+// shardOwners reads the owner label of every object in the namespace,
+// which holds the ring's Leases too.
+func shardOwners(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	return ringOwners(t, ns, ns, shardRing)
+}
+
+// ringOwners reads the owner label of the ring (its Leases in leaseNS)
+// of every object in the namespace ns.
+func ringOwners(t *testing.T, ns, leaseNS, ring string) map[string]string {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("kopf.dev/v1")
@@ -211,7 +243,7 @@ func ringOwners(t *testing.T, ns, ring string) map[string]string {
 	}
 	owners := map[string]string{}
 	for _, obj := range list.Items {
-		owners[obj.GetName()] = obj.GetLabels()[handlers.ShardOwnerLabel(ring)]
+		owners[obj.GetName()] = obj.GetLabels()[handlers.ShardOwnerLabel(leaseNS, ring)]
 	}
 	return owners
 }
@@ -297,7 +329,7 @@ func shardCleanup(t *testing.T, ns string, live []*shardCopy, names []string) {
 
 // deleteAndStop deletes the objects and waits until they are gone, then
 // stops the copies gracefully, and checks that their Leases (in leaseNS)
-// are gone.
+// are gone: released and deleted once nothing of theirs ran any more.
 func deleteAndStop(t *testing.T, ns string, live []*shardCopy, names []string, leaseNS, ring string) {
 	t.Helper()
 	ctx := context.Background()
@@ -310,7 +342,7 @@ func deleteAndStop(t *testing.T, ns string, live []*shardCopy, names []string, l
 		}
 	}
 	shardWait(t, live, "every object is gone", 60*time.Second, func() (bool, string) {
-		left := ringOwners(t, ns, ring)
+		left := ringOwners(t, ns, leaseNS, ring)
 		return len(left) == 0, fmt.Sprintf("%d objects left", len(left))
 	})
 	for _, c := range live {

@@ -111,8 +111,8 @@ func TestAssignerAsksForHandovers(t *testing.T) {
 	})
 }
 
-// acknowledge moves a ConfigMap's owner label to next and drops the
-// handover request, as the old owner does, guarded by resourceVersion.
+// acknowledge moves a ConfigMap's owner label and grant to next and drops
+// the handover request, as the old owner does, guarded by resourceVersion.
 func acknowledge(t *testing.T, ns, name, next string) {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
@@ -120,8 +120,10 @@ func acknowledge(t *testing.T, ns, name, next string) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFromWithOptions(cm.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	cm.Labels[ring.OwnerLabel("main")] = next
-	delete(cm.Annotations, ring.NextAnnotation("main"))
+	keys := ringKeys(ns)
+	cm.Labels[keys.Owner] = next
+	cm.Annotations[keys.Granted] = next
+	delete(cm.Annotations, keys.Next)
 	if err := env.Client.Patch(context.Background(), cm, patch); err != nil {
 		t.Fatalf("acknowledge the handover of %s: %v", name, err)
 	}
@@ -138,7 +140,7 @@ func stillFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// A member that stops gracefully deletes its Lease, and its objects get
+// A member that stops gracefully releases its Lease, and its objects get
 // new owners at once. The assigner's lease duration here is a minute, so
 // a move within eventually's 30 s cannot be an expiry.
 func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {

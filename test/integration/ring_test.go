@@ -25,8 +25,9 @@ import (
 )
 
 // A ring member's Lease, as a real API server stores it: created with the
-// ring's label, renewed (a new resourceVersion each time), and deleted on
-// a graceful stop.
+// ring's label, renewed (a new resourceVersion each time), left alone by
+// the stop, and released (then deleted) when the member is told that its
+// work has stopped.
 func TestRingMemberLease(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
@@ -48,6 +49,7 @@ func TestRingMemberLease(t *testing.T) {
 		}
 	})
 
+	eventually(t, "the member joins", func() bool { return m.LeaseName() != "" })
 	key := client.ObjectKey{Namespace: ns, Name: m.LeaseName()}
 	lease := &coordinationv1.Lease{}
 	eventually(t, "the Lease is created", func() bool { return env.Client.Get(context.Background(), key, lease) == nil })
@@ -68,8 +70,14 @@ func TestRingMemberLease(t *testing.T) {
 	if err := <-finished; err != nil {
 		t.Errorf("Start() = %v after a graceful stop, want nil", err)
 	}
+	if err := env.Client.Get(context.Background(), key, &coordinationv1.Lease{}); err != nil {
+		t.Errorf("the Lease went with the stop, before the member's work was known to have stopped: %v", err)
+	}
+	if err := m.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if err := env.Client.Get(context.Background(), key, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the Lease is still there after the stop: %v", err)
+		t.Errorf("the Lease is still there after the release: %v", err)
 	}
 }
 
@@ -85,14 +93,20 @@ var configMapKind = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 
 // startMember runs a member of the ring "main" until stop or the end of
 // the test; c writes its Lease (env.Client if nil). stop ends it
-// gracefully and gives Start's error.
+// gracefully, releasing its Lease as a replica does once its work has
+// stopped, and gives Start's (or the release's) error.
 func startMember(t *testing.T, ns, identity string, c client.Client) (m *ring.Member, stop func() error) {
+	return startMemberFor(t, ns, identity, c, ringLease)
+}
+
+// startMemberFor is startMember with the member's own lease duration.
+func startMemberFor(t *testing.T, ns, identity string, c client.Client, lease time.Duration) (m *ring.Member, stop func() error) {
 	t.Helper()
 	if c == nil {
 		c = env.Client
 	}
 	m, err := ring.NewMember(c, ring.Settings{Ring: "main", Namespace: ns, Identity: identity,
-		LeaseDuration: ringLease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod, Logger: testr.New(t)})
+		LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod, Logger: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +116,16 @@ func startMember(t *testing.T, ns, identity string, c client.Client) (m *ring.Me
 	var once sync.Once
 	var result error
 	stop = func() error {
-		once.Do(func() { cancel(); result = <-finished })
+		once.Do(func() {
+			cancel()
+			if result = <-finished; result == nil {
+				result = m.Release(context.Background())
+			}
+		})
 		return result
 	}
 	t.Cleanup(func() { _ = stop() })
-	eventually(t, "the member's Lease", func() bool {
-		key := client.ObjectKey{Namespace: ns, Name: m.LeaseName()}
-		return env.Client.Get(context.Background(), key, &coordinationv1.Lease{}) == nil
-	})
+	<-m.Joined()
 	return m, stop
 }
 
@@ -205,8 +221,11 @@ func createConfigMaps(t *testing.T, ns, prefix string, n int) {
 
 // placement is where a ConfigMap stands in the ring "main".
 type placement struct {
-	uid, owner, next, version string
+	uid, owner, granted, next, version string
 }
+
+// ringKeys are the keys of the ring "main" whose Leases live in ns.
+func ringKeys(ns string) ring.Keys { return ring.KeysOf(ns, "main") }
 
 // placements are the test's ConfigMaps in ns by name.
 func placements(t *testing.T, ns string) map[string]placement {
@@ -217,14 +236,14 @@ func placements(t *testing.T, ns string) map[string]placement {
 	}
 	out := map[string]placement{}
 	for _, cm := range list.Items {
-		out[cm.Name] = placement{uid: string(cm.UID), owner: cm.Labels[ring.OwnerLabel("main")],
-			next: cm.Annotations[ring.NextAnnotation("main")], version: cm.ResourceVersion}
+		p := ringKeys(ns).Placement(cm.Labels, cm.Annotations)
+		out[cm.Name] = placement{uid: string(cm.UID), owner: p.Owner, granted: p.Granted, next: p.Next, version: cm.ResourceVersion}
 	}
 	return out
 }
 
 // ownedAsHashed reports whether all n ConfigMaps have the owner that
-// hashing gives among live, and no handover request.
+// hashing gives among live, granted to it too, and no handover request.
 func ownedAsHashed(t *testing.T, ns string, n int, live []string) func() bool {
 	return func() bool {
 		got := placements(t, ns)
@@ -232,7 +251,7 @@ func ownedAsHashed(t *testing.T, ns string, n int, live []string) func() bool {
 			return false
 		}
 		for _, p := range got {
-			if p.owner != sharding.Owner(p.uid, live) || p.next != "" {
+			if p.owner != sharding.Owner(p.uid, live) || p.granted != p.owner || p.next != "" {
 				return false
 			}
 		}

@@ -56,16 +56,20 @@ func TestRetriesSurviveHandover(t *testing.T) {
 	names := r.createObjects(1)
 	kopftest.Eventually(t, "two failed attempts on a", 30*time.Second, func() bool { return count("a") >= 2 })
 
-	// The next replica is one that the object hashes to.
+	// The next replica is one that the object hashes to: a member's name
+	// is drawn when it joins, so replicas are started until one is (a
+	// chance of one half each), and the others leave again at once.
 	_, _, uids := r.owners()
 	next := ""
 	for i := 0; next == ""; i++ {
 		name := fmt.Sprintf("b%d", i)
-		if sharding.Owner(uids[names[0]], []string{member("a"), member(name)}) == member(name) {
+		r.start(name)
+		if sharding.Owner(uids[names[0]], []string{r.member("a"), r.member(name)}) == r.member(name) {
 			next = name
+		} else {
+			r.stop(name)
 		}
 	}
-	r.start(next)
 	kopftest.Eventually(t, "an attempt on "+next, 30*time.Second, func() bool { return count(next) >= 1 })
 	r.waitSettled(names, 30*time.Second)
 
@@ -116,7 +120,7 @@ func TestRingChurn(t *testing.T) {
 	r.crash("a")
 	var aObjects []string
 	for _, name := range names {
-		if owned[name] == member("a") {
+		if owned[name] == r.member("a") {
 			aObjects = append(aObjects, name)
 		}
 	}
@@ -277,7 +281,7 @@ func TestOnEventHandlersHearNoHandover(t *testing.T) {
 	owner, _, _ := r.owners()
 	moved := 0
 	for _, name := range names {
-		if owner[name] == member("b") {
+		if owner[name] == r.member("b") {
 			moved++
 		}
 		if got := deleted(name); len(got) > 0 {

@@ -39,6 +39,9 @@ type testRing struct {
 	ns       string
 	det      *detector
 	replicas map[string]*replica
+	// members are the member names of every replica started, by replica
+	// name; a replica that stopped keeps its entry.
+	members map[string]string
 	// handlerTime is how long create and update handlers take: long
 	// enough that an overlap would be seen.
 	handlerTime time.Duration
@@ -58,14 +61,18 @@ type replica struct {
 
 func newRing(t *testing.T) *testRing {
 	return &testRing{t: t, ns: env.Namespace(t), det: newDetector(), replicas: map[string]*replica{},
-		handlerTime: 20 * time.Millisecond}
+		members: map[string]string{}, handlerTime: 20 * time.Millisecond}
 }
 
-// identity is a replica's identity; its member name is a hash of it.
+// identity is a replica's identity; its member name is on its Lease.
 func identity(name string) string { return "kopf@test/" + name }
 
 // member is the member name of a replica, as owner labels name it.
-func member(name string) string { return sharding.MemberName(identity(name)) }
+func (r *testRing) member(name string) string { return r.members[name] }
+
+// keys are the keys of the ring's label and annotations: its Leases live
+// in the test's namespace, the one its replicas serve.
+func (r *testRing) keys() ring.Keys { return ring.KeysOf(r.ns, ringName) }
 
 // start starts a replica named name.
 func (r *testRing) start(name string) *replica {
@@ -86,6 +93,19 @@ func (r *testRing) start(name string) *replica {
 	op.Start(r.t)
 	rep := &replica{name: name, op: op, cut: cut}
 	r.replicas[name] = rep
+	kopftest.Eventually(r.t, name+" joins the ring", 30*time.Second, func() bool {
+		members, err := handlers.ShardMembers(context.Background(), env.Client, r.ns, ringName)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for m, id := range members {
+			if id == identity(name) {
+				r.members[name] = m
+				return true
+			}
+		}
+		return false
+	})
 	return rep
 }
 
@@ -204,27 +224,32 @@ func (r *testRing) owners() (owner, next map[string]string, uids map[string]stri
 		r.t.Fatal(err)
 	}
 	owner, next, uids = map[string]string{}, map[string]string{}, map[string]string{}
+	keys := r.keys()
 	for _, obj := range list.Items {
-		owner[obj.GetName()] = obj.GetLabels()["shard.kopf.dev/"+ringName]
-		next[obj.GetName()] = obj.GetAnnotations()["shard.kopf.dev/"+ringName+"-next"]
+		p := keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+		if p.Owner != p.Granted {
+			r.t.Errorf("%s: owner label %q, but granted to %q", obj.GetName(), p.Owner, p.Granted)
+		}
+		owner[obj.GetName()] = p.Owner
+		next[obj.GetName()] = p.Next
 		uids[obj.GetName()] = string(obj.GetUID())
 	}
 	return owner, next, uids
 }
 
-// members are the member names of the running replicas.
-func (r *testRing) members() []string {
+// liveMembers are the member names of the running replicas.
+func (r *testRing) liveMembers() []string {
 	var ms []string
 	for name := range r.replicas {
-		ms = append(ms, member(name))
+		ms = append(ms, r.member(name))
 	}
 	return ms
 }
 
 // replicaOf is the replica name of a member name.
 func (r *testRing) replicaOf(m string) string {
-	for name := range r.replicas {
-		if member(name) == m {
+	for name, member := range r.members {
+		if member == m {
 			return name
 		}
 	}
@@ -236,14 +261,14 @@ func (r *testRing) replicaOf(m string) string {
 // there and nowhere else.
 func (r *testRing) settled(names []string) (bool, string) {
 	owner, next, uids := r.owners()
-	live := r.members()
+	live := r.liveMembers()
 	for _, name := range names {
 		want := sharding.Owner(uids[name], live)
 		if owner[name] != want || next[name] != "" {
 			return false, fmt.Sprintf("%s is owned by %q (next %q), want %q", name, owner[name], next[name], want)
 		}
 		hosts := r.det.daemonHosts(name)
-		if len(hosts) != 1 || member(hosts[0]) != want {
+		if len(hosts) != 1 || r.member(hosts[0]) != want {
 			return false, fmt.Sprintf("%s has daemons on %v, want one on %s", name, hosts, r.replicaOf(want))
 		}
 	}

@@ -63,7 +63,7 @@ func TestRingShares300(t *testing.T) {
 				continue
 			}
 			moved++
-			if after[name] != member("d") {
+			if after[name] != r.member("d") {
 				t.Errorf("%s moved from %s to %s, not to the new replica", name, r.replicaOf(before[name]), r.replicaOf(after[name]))
 			}
 		}
@@ -94,7 +94,7 @@ func TestRingShares300(t *testing.T) {
 		r.waitSettled(names, time.Minute)
 		after, _, _ := r.owners()
 		for _, name := range names {
-			if owned[name] != member("b") && after[name] != owned[name] {
+			if owned[name] != r.member("b") && after[name] != owned[name] {
 				t.Errorf("%s moved from %s, which did not leave", name, r.replicaOf(owned[name]))
 			}
 		}

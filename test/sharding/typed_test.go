@@ -53,13 +53,13 @@ func TestTypedKindsShare(t *testing.T) {
 		if err := env.Client.List(context.Background(), list, client.InNamespace(r.ns)); err != nil {
 			t.Fatal(err)
 		}
-		live := r.members()
+		live := r.liveMembers()
 		found := 0
 		for _, cm := range list.Items {
 			want := sharding.Owner(string(cm.UID), live)
 			hosts := r.det.daemonHosts(cm.Name)
 			if cm.Labels["shard.kopf.dev/"+ringName] != want || cm.Annotations["shard.kopf.dev/"+ringName+"-next"] != "" ||
-				len(hosts) != 1 || member(hosts[0]) != want || len(r.det.creates(cm.Name)) == 0 {
+				len(hosts) != 1 || r.member(hosts[0]) != want || len(r.det.creates(cm.Name)) == 0 {
 				return false
 			}
 			found++

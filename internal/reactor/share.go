@@ -1,0 +1,185 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/ring"
+)
+
+// ringShare is the ownership of a ring member (docs/sharding.md): its
+// cache selects the objects whose owner label names it, it works on those
+// that are also granted to it while its tenure holds, it hands them over
+// when the assigner asks, and its writes end with its tenure.
+type ringShare struct {
+	name   string // the ring's name, for logs and metrics
+	keys   ring.Keys
+	member *ring.Member
+	// assigner is made with the runnables, once the engine's kinds are
+	// known.
+	assigner ring.AssignerSettings
+	clock    clock.PassiveClock
+	log      logr.Logger
+	// taken and released count the objects that entered and left this
+	// member's cache since the last summary line.
+	taken, released atomic.Int64
+}
+
+// newRingShare prepares the membership of the replica in its ring; c
+// writes the member's Lease, without the bound of its writes to objects
+// (the Lease is what extends them).
+func newRingShare(mgr manager.Manager, c client.Client, s Settings) (*ringShare, error) {
+	log := mgr.GetLogger().WithName("ring")
+	sh := s.Sharding
+	member, err := ring.NewMember(c, ring.Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
+		LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewPeriod: sh.RenewPeriod, Clock: s.Clock, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
+	}
+	return &ringShare{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: s.Clock, log: log,
+		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
+			LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewPeriod: sh.RenewPeriod,
+			Workers: sh.AssignerWorkers, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),
+			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
+}
+
+func (r *ringShare) ready() <-chan struct{} { return r.member.Joined() }
+func (r *ringShare) lost() <-chan struct{}  { return r.member.Fenced() }
+
+// cacheSelector selects the objects whose owner label names this member:
+// its cache holds its share, and an object whose label moves to another
+// member leaves it.
+func (r *ringShare) cacheSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{r.keys.Owner: r.member.Name()})
+}
+
+// claim works on an object only while the member's tenure holds (checked
+// by the clock, so that a process resumed after a long pause stands by
+// even before its fence's timer has run) and both the owner label and
+// the grant name it. An object being deleted is not handed over: its
+// owner completes the deletion, so that its delete handlers run once,
+// where its daemons stop for it.
+func (r *ringShare) claim(obj client.Object, now time.Time) claim {
+	me := r.member.Name()
+	if !r.member.Tenure().Holds(now) {
+		return claim{kind: standBy, why: "this replica's ring membership has run out"}
+	}
+	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+	if !p.Handled(me) {
+		return claim{kind: standBy, why: fmt.Sprintf("its owner label names this member, but it is granted to %q; "+
+			"the owner label was changed by someone else than the ring, which puts it back", p.Granted)}
+	}
+	if p.Next != "" && p.Next != me && obj.GetDeletionTimestamp() == nil {
+		return claim{kind: handOver, next: p.Next}
+	}
+	return claim{}
+}
+
+// letGo moves the owner label and the grant to the next member and drops
+// the request, guarded by the resourceVersion of the object the member let
+// go of, so that it overwrites no change it has not seen.
+func (r *ringShare) letGo(obj client.Object, next string) (map[string]any, func(bool)) {
+	ack := map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"labels":          map[string]any{r.keys.Owner: next},
+		"annotations":     map[string]any{r.keys.Granted: next, r.keys.Next: nil},
+	}}
+	return ack, func(written bool) {
+		if written {
+			r.released.Add(1)
+		}
+	}
+}
+
+// foundAtStart is true for every object that enters the member's cache:
+// it may come from another member, and this one has none of that
+// member's memory of it, just as after a restart (docs/sharding.md).
+func (r *ringShare) foundAtStart(bool) bool { return true }
+
+// entered counts the object for the next summary.
+func (r *ringShare) entered(obj client.Object) {
+	r.taken.Add(1)
+	r.log.V(1).Info("Took the object into this replica's shard.", "namespace", obj.GetNamespace(), "name", obj.GetName())
+}
+
+// reconcilesEveryKind: handing an object over takes a reconcile, also of
+// a kind with low-level handlers only.
+func (r *ringShare) reconcilesEveryKind() bool { return true }
+
+// bound ends every write of the engine to objects with the member's
+// tenure: none starts after another member could have taken its objects
+// over, and each one's context ends then.
+func (r *ringShare) bound(c client.Client) client.Client {
+	return &leaseBound{Client: c, until: func() time.Time { return r.member.Tenure().WritableUntil() }, clock: r.clock}
+}
+
+// runnables make a ring member of the replica: the engine, its daemons,
+// its Events and peering run on every replica, the member's Lease is held
+// until the engine and the supervisor have stopped, and the assigner
+// campaigns for its role while the operator is not frozen.
+func (r *ringShare) runnables(eng *engine, rest []manager.Runnable) ([]manager.Runnable, error) {
+	s := r.assigner
+	for _, k := range eng.kinds {
+		s.Kinds = append(s.Kinds, k.gvk)
+	}
+	assigner, err := ring.NewAssigner(eng.mgr.GetConfig(), eng.mgr.GetHTTPClient(), eng.mapper, s)
+	if err != nil {
+		return nil, fmt.Errorf("assign the objects of the ring %q: %w", r.name, err)
+	}
+	m := &membership{member: r.member, sup: eng.sup, log: r.log}
+	out := []manager.Runnable{m, whileThawed{Runnable: assigner, toggle: eng.toggle}}
+	for _, run := range rest {
+		switch run {
+		case eng, eng.sup:
+			f := newFinishing(run)
+			m.after = append(m.after, f)
+			out = append(out, f)
+		default:
+			out = append(out, everyReplica{run})
+		}
+	}
+	return out, nil
+}
+
+// watch logs, every few seconds while objects move, how many entered and
+// left this member's cache, and keeps the metric of its share.
+func (r *ringShare) watch(ctx context.Context, e *engine) error {
+	ticker := e.settings.Clock.NewTicker(shardSummaryInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.summarize()
+			return nil
+		case <-ticker.C():
+			r.summarize()
+			for _, k := range e.kinds {
+				metrics.ShardObjectsOf(r.name, k.kindLabel).Set(float64(k.memories.size()))
+			}
+		}
+	}
+}
+
+// summarize logs how many objects entered and left this member's cache
+// since the last summary, if any did: one line per rebalance rather than
+// one per object (those are debug lines).
+func (r *ringShare) summarize() {
+	taken, released := r.taken.Swap(0), r.released.Swap(0)
+	if taken == 0 && released == 0 {
+		return
+	}
+	r.log.Info("The shard of this replica changed.", "ring", r.name, "member", r.member.Name(), "taken", taken, "released", released)
+}
+
+// shardSummaryInterval is how often the objects taken and released are
+// summed up in one log line: a rebalance moves them within seconds.
+const shardSummaryInterval = 5 * time.Second

@@ -1,0 +1,295 @@
+package reactor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/ring"
+)
+
+var shareT0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// keys are the ring "main"'s keys, its Leases in "ops".
+var keys = ring.KeysOf("ops", "main")
+
+// leaseScheme knows Leases and ConfigMaps.
+func leaseScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	_ = coordinationv1.AddToScheme(scheme)
+	_ = corev1.AddToScheme(scheme)
+	return scheme
+}
+
+// joinedShare is the ring share of a member of "main" that has joined at
+// shareT0 by the fake clock, and runs until the test ends.
+func joinedShare(t *testing.T, fc *clocktesting.FakeClock) *ringShare {
+	t.Helper()
+	member, err := ring.NewMember(fake.NewClientBuilder().WithScheme(leaseScheme()).Build(),
+		ring.Settings{Ring: "main", Namespace: "ops", Identity: "replica-1", Clock: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = member.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-member.Joined():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member did not join")
+	}
+	return &ringShare{name: "main", keys: keys, member: member, clock: fc, log: logr.Discard()}
+}
+
+// placed is a ConfigMap with the ring's label and annotations.
+func placed(owner, granted, next string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", ResourceVersion: "42",
+		Labels: map[string]string{}, Annotations: map[string]string{}}}
+	for key, value := range map[string]string{keys.Owner: owner} {
+		if value != "" {
+			cm.Labels[key] = value
+		}
+	}
+	for key, value := range map[string]string{keys.Granted: granted, keys.Next: next} {
+		if value != "" {
+			cm.Annotations[key] = value
+		}
+	}
+	return cm
+}
+
+// A member works on an object only while its tenure holds and both the
+// owner label and the grant name it; it hands one over when asked, unless
+// the object is being deleted; it selects its own objects into its cache.
+func TestRingShareClaims(t *testing.T) {
+	fc := clocktesting.NewFakeClock(shareT0)
+	r := joinedShare(t, fc)
+	me := r.member.Name()
+	deleting := placed(me, me, "m-b")
+	deleting.DeletionTimestamp = &metav1.Time{Time: shareT0}
+	tests := []struct {
+		name string
+		obj  *corev1.ConfigMap
+		at   time.Duration
+		want claimKind
+		next string
+	}{
+		{"its own object", placed(me, me, ""), 0, work, ""},
+		{"its own object asked to move", placed(me, me, "m-b"), 0, handOver, "m-b"},
+		{"its own object asked to stay (the ring changed back)", placed(me, me, me), 0, work, ""},
+		{"its own object being deleted, asked to move", deleting, 0, work, ""},
+		{"a label edited by hand to this member", placed(me, "m-b", ""), 0, standBy, ""},
+		{"a label without a grant", placed(me, "", ""), 0, standBy, ""},
+		{"its own object, after the renew deadline", placed(me, me, ""), ring.DefaultRenewDeadline, standBy, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.claim(tt.obj, shareT0.Add(tt.at))
+			if got.kind != tt.want || got.next != tt.next {
+				t.Errorf("claim() = %+v, want kind %d, next %q", got, tt.want, tt.next)
+			}
+			if got.kind == standBy && got.why == "" {
+				t.Error("a stand-by without a reason to log")
+			}
+		})
+	}
+	sel := r.cacheSelector()
+	if !sel.Matches(labels.Set{keys.Owner: me}) || sel.Matches(labels.Set{keys.Owner: "m-b"}) {
+		t.Errorf("cacheSelector() = %s selects other members' objects or not its own", sel)
+	}
+}
+
+// The acknowledgement moves the label and the grant and drops the
+// request, guarded by the version the owner let go of; a written one
+// counts as released.
+func TestRingShareLetsGo(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	ack, settle := r.letGo(placed(me, me, "m-b"), "m-b")
+	want := map[string]any{"metadata": map[string]any{
+		"resourceVersion": "42",
+		"labels":          map[string]any{"ops.shard.kopf.dev/main": "m-b"},
+		"annotations":     map[string]any{"ops.shard.kopf.dev/main-granted": "m-b", "ops.shard.kopf.dev/main-next": nil},
+	}}
+	if diff := cmp.Diff(want, ack); diff != "" {
+		t.Errorf("letGo() -want +got:\n%s", diff)
+	}
+	settle(false)
+	settle(true)
+	if n := r.released.Load(); n != 1 {
+		t.Errorf("released = %d, want 1 (the written one)", n)
+	}
+}
+
+// blocking is a runnable that runs until it is released after its stop.
+type blocking struct{ release chan struct{} }
+
+func (b *blocking) Start(ctx context.Context) error {
+	<-ctx.Done()
+	<-b.release
+	return nil
+}
+
+// stoppingMember runs a membership whose engine stops only when released;
+// it returns the Lease's key and the membership's result.
+func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key client.ObjectKey, cancel func(), engine *blocking, result chan error) {
+	t.Helper()
+	c = fake.NewClientBuilder().WithScheme(leaseScheme()).Build()
+	member, err := ring.NewMember(c, ring.Settings{Ring: "main", Namespace: "ops", Identity: "replica-1",
+		RenewPeriod: 10 * time.Millisecond, RenewDeadline: time.Second, LeaseDuration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine = &blocking{release: make(chan struct{})}
+	f := newFinishing(engine)
+	m := &membership{member: member, sup: sup, log: logr.Discard(), after: []*finishing{f}}
+	ctx, cancel := context.WithCancel(context.Background())
+	result = make(chan error, 1)
+	go func() { result <- m.Start(ctx) }()
+	go func() { _ = f.Start(ctx) }()
+	<-member.Joined()
+	return c, client.ObjectKey{Namespace: "ops", Name: member.LeaseName()}, cancel, engine, result
+}
+
+// A graceful stop gives the Lease up only after the engine has stopped:
+// the ring moves the objects at once when it is released.
+func TestMembershipReleasesAfterTheEngine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sup := daemons.New(daemons.Settings{})
+	c, key, cancel, engine, result := stoppingMember(t, sup)
+	cancel()
+	time.Sleep(50 * time.Millisecond) // several renew periods: time enough to leave too early
+	if err := c.Get(context.Background(), key, &coordinationv1.Lease{}); err != nil {
+		t.Fatalf("the Lease was given up while the engine was still stopping: %v", err)
+	}
+	close(engine.release)
+	if err := <-result; err != nil {
+		t.Errorf("Start() = %v, want nil after a graceful stop", err)
+	}
+	if err := c.Get(context.Background(), key, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Lease is still there after the engine stopped: %v", err)
+	}
+}
+
+// A graceful stop that leaves something running (a handler in flight, a
+// daemon that ignored its stop) does not release the Lease: the ring must
+// wait for it to expire, by when the process has exited.
+func TestMembershipLeavesTheLeaseToExpireIfWorkStillRuns(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sup := daemons.New(daemons.Settings{})
+	done := sup.Track("a handler that ignores its cancellation")
+	defer done()
+	c, key, cancel, engine, result := stoppingMember(t, sup)
+	cancel()
+	close(engine.release)
+	if err := <-result; err != nil {
+		t.Errorf("Start() = %v, want nil after a graceful stop", err)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), key, lease); err != nil || ring.Released(lease) {
+		t.Errorf("the Lease was released (%v) while a handler still ran", err)
+	}
+}
+
+// handingOver is a reconciler of ConfigMaps in the ring "main", writing
+// to c.
+func handingOver(t *testing.T, c client.Client, r *ringShare, watching bool) *reconciler {
+	kind := &registry.Kind{}
+	if watching {
+		kind.Watching = []*registry.EventHandler{{}}
+	}
+	w := &writer{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), clients: &clients{direct: c},
+		status: fixedProbe(false), timeout: writeTimeout}
+	sup := daemons.New(daemons.Settings{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = sup.Start(ctx)
+	})
+	return &reconciler{kindObjects: kindObjects{kind: kind, gvk: w.gvk}, writer: w, sup: sup, own: r}
+}
+
+// The owner that lets go moves the label and the grant to the next member
+// and drops the request, and remembers, for its on-event handlers, that
+// the object's coming DELETED event is no deletion.
+func TestHandOverMovesTheLabel(t *testing.T) {
+	share := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := share.member.Name()
+	fc := fake.NewClientBuilder().WithObjects(placed(me, me, "m-b")).Build()
+	r := handingOver(t, fc, share, true)
+	obj := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, obj); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetUID("uid-x")
+	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: obj, mem: &memory{}}, "m-b")
+	if err != nil || result != (reconcile.Result{}) {
+		t.Fatalf("handOver() = %v, %v; want done", result, err)
+	}
+	got := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if p := keys.Placement(got.Labels, got.Annotations); p.Owner != "m-b" || p.Granted != "m-b" || p.Next != "" {
+		t.Errorf("after the handover: %+v; want owned by and granted to m-b, no request", p)
+	}
+	if n := share.released.Load(); n != 1 {
+		t.Errorf("released count = %d, want 1", n)
+	}
+	if !r.wasHandedOver("uid-x") || r.wasHandedOver("uid-x") {
+		t.Errorf("the handed-over object is not remembered exactly once for its DELETED event")
+	}
+}
+
+// An owner that let go of an object in an old version writes nothing: the
+// object changed since, and the next cycle looks at it again.
+func TestHandOverOfAStaleObjectIsRetried(t *testing.T) {
+	share := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := share.member.Name()
+	fc := fake.NewClientBuilder().WithObjects(placed(me, me, "m-b")).Build()
+	r := handingOver(t, fc, share, true)
+	stale := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, stale); err != nil {
+		t.Fatal(err)
+	}
+	changed := stale.DeepCopy()
+	changed.Data = map[string]string{"changed": "meanwhile"}
+	if err := fc.Update(context.Background(), changed); err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUID("uid-x")
+	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: stale, mem: &memory{}}, "m-b")
+	if err != nil || !result.Requeue {
+		t.Fatalf("handOver() of a stale object = %v, %v; want a retry", result, err)
+	}
+	got := &corev1.ConfigMap{}
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "x"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if owner := got.Labels[keys.Owner]; owner != me {
+		t.Errorf("the stale handover moved the label to %q", owner)
+	}
+	if n := share.released.Load(); n != 0 {
+		t.Errorf("released count = %d after a conflict, want 0", n)
+	}
+	if r.wasHandedOver(stale.GetUID()) {
+		t.Errorf("an object whose handover failed is taken as handed over")
+	}
+}

@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/internal/ring"
+)
+
+// A member's Lease deleted by hand is not a member that left: the member
+// may be working until it notices, at its next renewal. Its objects stay
+// until its lease has run out, and then get new owners directly.
+func TestAssignerWaitsForADeletedLeaseToExpire(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	m1, m2, m3, _, stop3 := startThree(t, ns, nil)
+	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
+	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
+	before := placements(t, ns)
+
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m3.LeaseName()}}
+	if err := env.Client.Delete(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	// The Lease was renewed at most a renew period before its deletion,
+	// so the assigner counts the member live for at least 1.7 s more.
+	stillFor(t, time.Second, "the objects of the member whose Lease was deleted stay", func() bool {
+		return maps.Equal(before, placements(t, ns))
+	})
+	select {
+	case <-m3.Fenced():
+	default:
+		t.Error("the member whose Lease was deleted has not fenced itself at its next renewal")
+	}
+	eventually(t, "its objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
+	if logs.has("Asked ") {
+		t.Error("the assigner asked the member whose Lease was deleted for a handover")
+	}
+	if err := stop3(); !errors.Is(err, ring.ErrLeaseDeleted) {
+		t.Errorf("the member whose Lease was deleted: Start() = %v, want %v", err, ring.ErrLeaseDeleted)
+	}
+}
+
+// An owner label edited by hand to another member starts nobody there
+// (the grant still names the owner), and the assigner puts it back.
+func TestAssignerPutsBackAnOwnerLabelEditedByHand(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	m1, m2, m3, _, _ := startThree(t, ns, nil)
+	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
+	live := names(m1, m2, m3)
+	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, live))
+
+	var name, owner, other string
+	for n, p := range placements(t, ns) {
+		name, owner = n, p.owner
+		break
+	}
+	for _, m := range live {
+		if m != owner {
+			other = m
+		}
+	}
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, cm); err != nil {
+		t.Fatal(err)
+	}
+	edit := client.MergeFrom(cm.DeepCopy())
+	cm.Labels[ringKeys(ns).Owner] = other
+	if err := env.Client.Patch(context.Background(), cm, edit); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the owner label put back", ownedAsHashed(t, ns, 30, live))
+	if !logs.has("Put the owner label of " + ns + "/" + name + " back to " + owner) {
+		t.Errorf("the assigner did not say that it put the label back: %q", logs.all())
+	}
+}
+
+// The assigner counts a member live for the member's own lease duration
+// when it is longer than the assigner's (a rollout that shortens the
+// durations): the member fences itself only by its own.
+func TestAssignerHonoursAMembersLongerLease(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	const longer = 4 * time.Second
+	failing := &atomic.Bool{}
+	m1, _ := startMember(t, ns, "kopf@host-1", nil)
+	m2, _ := startMember(t, ns, "kopf@host-2", nil)
+	m3, stop3 := startMemberFor(t, ns, "kopf@host-3", stallable(t, failing), longer)
+	createConfigMaps(t, ns, "cm", 30)
+	startAssigner(t, ns, "kopf@host-1", ringLease)
+	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
+	before := placements(t, ns)
+
+	failing.Store(true)
+	// Its last renewal is at most a renew period ago: by its own lease it
+	// counts live for 3.7 s more, by the assigner's only 1.7 s.
+	stillFor(t, 3*time.Second, "the objects of the member with the longer lease stay", func() bool {
+		return maps.Equal(before, placements(t, ns))
+	})
+	eventually(t, "its objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
+	<-m3.Fenced()
+	if err := stop3(); !errors.Is(err, ring.ErrMembershipLost) {
+		t.Errorf("the stalled member: Start() = %v, want %v", err, ring.ErrMembershipLost)
+	}
+}
