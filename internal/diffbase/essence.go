@@ -64,10 +64,12 @@ func userLabels(all map[string]any) map[string]any {
 	return out
 }
 
-// isShardKey tells the labels and annotations of sharding.
+// isShardKey tells the labels and annotations of sharding: those of the
+// sharding domain itself, and of its subdomains, which name the
+// namespaces of rings ("<namespace>.shard.kopf.dev/<ring>").
 func isShardKey(key string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
-	return ok && prefix == keys.ShardPrefix
+	return ok && (prefix == keys.ShardPrefix || strings.HasSuffix(prefix, "."+keys.ShardPrefix))
 }
 
 // userAnnotations drops the annotations that are some operator's state.

@@ -133,15 +133,16 @@ func (m *Member) ours(lease *coordinationv1.Lease) bool {
 }
 
 // renew writes the Lease with a fresh renew time, begun at begin. Each
-// attempt is bounded by the renew period and by the fence, so that a
-// hanging API server cannot hold a renewal past the point where it could
-// still help. A Lease that changed under the member is read again: if it
-// is still the member's (a hand edit of something else), the member's
-// fields are put back; if not, the membership is lost.
+// attempt is bounded by the fence, past which it could not help: a slow
+// API server is given all the time there is (as leader election gives
+// its renewals the renew deadline), and a hanging one cannot hold the
+// member past its fence. A Lease that changed under the member is read
+// again: if it is still the member's (a hand edit of something else), the
+// member's fields are put back; if not, the membership is lost.
 func (m *Member) renew(ctx context.Context, begin time.Time) error {
 	// The bound is a timeout by the member's clock, not a deadline: the
 	// clock may not be the real one.
-	ctx, cancel := context.WithTimeout(ctx, earliest(begin.Add(m.s.RenewPeriod), m.Tenure().FenceAt()).Sub(m.s.Clock.Now()))
+	ctx, cancel := context.WithTimeout(ctx, m.Tenure().FenceAt().Sub(m.s.Clock.Now()))
 	defer cancel()
 	m.mu.Lock()
 	lease := m.claimed(m.lease.DeepCopy(), metav1.NewMicroTime(begin))
@@ -195,11 +196,4 @@ func renewTime(lease *coordinationv1.Lease) time.Time {
 		return time.Time{}
 	}
 	return lease.Spec.RenewTime.Time
-}
-
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -57,6 +57,14 @@ func joined(t *testing.T, m *Member) {
 	}
 }
 
+// armed waits until the member waits on both of its timers, the fence's
+// and the next renewal's: a fake clock's timer set after a step does not
+// fire for it, so a test steps only then.
+func armed(t *testing.T, fc *clocktesting.FakeClock) {
+	t.Helper()
+	eventually(t, "the member's timers are set", func() bool { return fc.Waiters() == 2 })
+}
+
 // checkLeaks verifies, after every other cleanup (members stopped), that
 // the test left no goroutine behind.
 func checkLeaks(t *testing.T) {
@@ -119,6 +127,7 @@ func TestMemberHoldsItsLease(t *testing.T) {
 	}).Build()
 	m, cancel, result := started(t, c, settings(fc))
 	joined(t, m)
+	armed(t, fc)
 	if !strings.HasPrefix(m.Name(), "m") || len(m.Name()) != 13 {
 		t.Errorf("Name() = %q, want m and 12 hex digits", m.Name())
 	}
@@ -260,10 +269,12 @@ func TestMemberFencesItselfAtTheRenewDeadline(t *testing.T) {
 	c, calls := hangingUpdates(1) // the renewal at 5 s succeeds, the rest hang
 	m, _, result := started(t, c, settings(fc))
 	joined(t, m)
+	armed(t, fc)
 
 	fc.Step(DefaultRenewPeriod)
 	eventually(t, "the renewal at 5 s", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
 	eventually(t, "the tenure counts from 5 s", func() bool { return m.Tenure().Renewed.Equal(t0.Add(DefaultRenewPeriod)) })
+	armed(t, fc)
 	fc.Step(DefaultRenewPeriod) // 10 s: the next renewal hangs
 	eventually(t, "a renewal hangs", func() bool { return calls() >= 2 })
 	fc.Step(DefaultRenewDeadline - DefaultRenewPeriod - time.Millisecond) // 14.999 s
@@ -308,9 +319,10 @@ func TestMemberRetriesAFailedRenewal(t *testing.T) {
 	}).Build()
 	m, _, _ := started(t, c, settings(fc))
 	joined(t, m)
+	armed(t, fc)
 	fc.Step(DefaultRenewPeriod)
 	eventually(t, "the failure", func() bool { mu.Lock(); defer mu.Unlock(); return fails == 0 })
-	eventually(t, "the retry is due", fc.HasWaiters)
+	armed(t, fc)
 	fc.Step(retryPeriod(DefaultRenewPeriod))
 	eventually(t, "the retry renews", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod+retryPeriod(DefaultRenewPeriod))))
 	notFenced(t, m, "after a renewal that was retried in time")
@@ -325,6 +337,7 @@ func TestMemberFencesItselfWhenItsLeaseIsDeleted(t *testing.T) {
 	c := fake.NewClientBuilder().Build()
 	m, _, result := started(t, c, settings(fc))
 	joined(t, m)
+	armed(t, fc)
 	lease, _ := leaseOf(t, c, m)
 	if err := c.Delete(context.Background(), lease); err != nil {
 		t.Fatal(err)
@@ -362,6 +375,7 @@ func TestMemberAndItsLeaseEditedByHand(t *testing.T) {
 			c := fake.NewClientBuilder().Build()
 			m, _, result := started(t, c, settings(fc))
 			joined(t, m)
+			armed(t, fc)
 			lease, _ := leaseOf(t, c, m)
 			tt.edit(lease)
 			if err := c.Update(context.Background(), lease); err != nil {

@@ -54,11 +54,13 @@ func TestTypedKindsShare(t *testing.T) {
 			t.Fatal(err)
 		}
 		live := r.liveMembers()
+		keys := r.keys()
 		found := 0
 		for _, cm := range list.Items {
 			want := sharding.Owner(string(cm.UID), live)
 			hosts := r.det.daemonHosts(cm.Name)
-			if cm.Labels["shard.kopf.dev/"+ringName] != want || cm.Annotations["shard.kopf.dev/"+ringName+"-next"] != "" ||
+			p := keys.Placement(cm.Labels, cm.Annotations)
+			if p.Owner != want || p.Granted != want || p.Next != "" ||
 				len(hosts) != 1 || r.member(hosts[0]) != want || len(r.det.creates(cm.Name)) == 0 {
 				return false
 			}
