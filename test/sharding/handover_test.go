@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
-	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/pkg/kopftest"
 )
 
@@ -56,20 +55,7 @@ func TestRetriesSurviveHandover(t *testing.T) {
 	names := r.createObjects(1)
 	kopftest.Eventually(t, "two failed attempts on a", 30*time.Second, func() bool { return count("a") >= 2 })
 
-	// The next replica is one that the object hashes to: a member's name
-	// is drawn when it joins, so replicas are started until one is (a
-	// chance of one half each), and the others leave again at once.
-	_, _, uids := r.owners()
-	next := ""
-	for i := 0; next == ""; i++ {
-		name := fmt.Sprintf("b%d", i)
-		r.start(name)
-		if sharding.Owner(uids[names[0]], []string{r.member("a"), r.member(name)}) == r.member(name) {
-			next = name
-		} else {
-			r.stop(name)
-		}
-	}
+	next := r.startHashing(r.uid(names[0]), "a")
 	kopftest.Eventually(t, "an attempt on "+next, 30*time.Second, func() bool { return count(next) >= 1 })
 	r.waitSettled(names, 30*time.Second)
 

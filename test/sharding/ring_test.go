@@ -237,6 +237,48 @@ func (r *testRing) owners() (owner, next map[string]string, uids map[string]stri
 	return owner, next, uids
 }
 
+// uid is the uid of an object of the ring's namespace.
+func (r *testRing) uid(name string) string {
+	r.t.Helper()
+	_, _, uids := r.owners()
+	return uids[name]
+}
+
+// startHashing starts a replica that the object with the uid hashes to,
+// among it and the running replicas others: a member's name is drawn
+// when it joins, so replicas b0, b1, ... are started until one is (a
+// chance of one half each against one other), and the others leave
+// again at once. It returns the replica's name.
+func (r *testRing) startHashing(uid string, others ...string) string {
+	r.t.Helper()
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("b%d", i)
+		r.start(name)
+		members := []string{r.member(name)}
+		for _, o := range others {
+			members = append(members, r.member(o))
+		}
+		if sharding.Owner(uid, members) == r.member(name) {
+			return name
+		}
+		r.stop(name)
+	}
+}
+
+// waitGone waits until the objects are gone.
+func (r *testRing) waitGone(names []string, timeout time.Duration) {
+	r.t.Helper()
+	kopftest.Eventually(r.t, "the objects are gone", timeout, func() bool {
+		owner, _, _ := r.owners()
+		for _, name := range names {
+			if _, ok := owner[name]; ok {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // liveMembers are the member names of the running replicas.
 func (r *testRing) liveMembers() []string {
 	var ms []string
