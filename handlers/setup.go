@@ -126,6 +126,13 @@ type Sharding struct {
 	// once when it gives objects owners or asks for handovers (default
 	// 16).
 	AssignerWorkers int
+	// Lost, if set, is closed when the replica loses its ring membership
+	// (see ErrShardMembershipLost): every handler and daemon has been
+	// cancelled then. A program that embeds the operator exits on it at
+	// once, rather than after its manager's graceful shutdown, which
+	// waits for handlers that ignore their cancellation
+	// (docs/embedding.md). The standalone runner does so by itself.
+	Lost chan struct{}
 }
 
 func (o Options) settings() reactor.Settings {
@@ -148,7 +155,7 @@ func (o Options) settings() reactor.Settings {
 		Ready:                   o.Ready,
 		Sharding: reactor.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
 			LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod,
-			AssignerWorkers: o.Sharding.AssignerWorkers},
+			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost},
 	}
 }
 

@@ -72,6 +72,9 @@ func (e *engine) Start(ctx context.Context) error {
 			e.log.Info("This replica lost its objects: every handler and daemon is cancelled now.")
 			e.sup.Fence()
 			cancel()
+			if e.settings.Sharding.Lost != nil {
+				close(e.settings.Sharding.Lost)
+			}
 		case <-ctx.Done():
 		}
 	}()

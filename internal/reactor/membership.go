@@ -25,6 +25,8 @@ type Sharding struct {
 	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
 	// AssignerWorkers: see ring.AssignerSettings.Workers.
 	AssignerWorkers int
+	// Lost, if set, is closed when the member loses its membership.
+	Lost chan struct{}
 }
 
 // everyReplica runs a runnable on every replica, whether it leads or not:

@@ -42,8 +42,9 @@ func (e *events) when(key string) (time.Time, bool) {
 
 // A member whose Lease is deleted by hand fences itself at its next
 // renewal: the context of every handler and daemon is cancelled then,
-// a daemon's cancellation backoff of a minute notwithstanding, and the
-// member's manager stops with ErrLeaseDeleted. Its object moves to the
+// a daemon's cancellation backoff of a minute notwithstanding,
+// Options.Sharding.Lost is closed, and the member's manager stops with
+// ErrLeaseDeleted. Its object moves to the
 // other member only once its lease has run out, not when the Lease went.
 func TestFenceCancelsEverythingAtOnce(t *testing.T) {
 	kopftest.NoLeaks(t)
@@ -87,6 +88,11 @@ func TestFenceCancelsEverythingAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
+	select {
+	case <-r.replicas[owner].lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Options.Sharding.Lost was not closed at the fence")
+	}
 	if err := r.replicas[owner].op.Exited(t); !errors.Is(err, ring.ErrLeaseDeleted) {
 		t.Errorf("the member whose Lease was deleted exited with %v, want %v", err, ring.ErrLeaseDeleted)
 	}

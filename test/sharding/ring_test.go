@@ -57,6 +57,8 @@ type replica struct {
 	name string
 	op   *kopftest.Operator
 	cut  *cutter
+	// lost is closed when the replica loses its membership.
+	lost chan struct{}
 }
 
 func newRing(t *testing.T) *testRing {
@@ -86,12 +88,14 @@ func (r *testRing) start(name string) *replica {
 	cut := &cutter{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = cut.wrap
+	lost := make(chan struct{})
 	op := env.NewOperatorOn(r.t, cfg, r.ns, reg, handlers.Options{
 		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second,
-		Sharding: handlers.Sharding{Ring: ringName, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod},
+		Sharding: handlers.Sharding{Ring: ringName, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
+			Lost: lost},
 	})
 	op.Start(r.t)
-	rep := &replica{name: name, op: op, cut: cut}
+	rep := &replica{name: name, op: op, cut: cut, lost: lost}
 	r.replicas[name] = rep
 	kopftest.Eventually(r.t, name+" joins the ring", 30*time.Second, func() bool {
 		members, err := handlers.ShardMembers(context.Background(), env.Client, r.ns, ringName)
