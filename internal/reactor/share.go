@@ -70,6 +70,11 @@ func (r *ringShare) cacheSelector() labels.Selector {
 // where its daemons stop for it.
 func (r *ringShare) claim(obj client.Object, now time.Time) claim {
 	me := r.member.Name()
+	select {
+	case <-r.member.Fenced():
+		return claim{kind: standBy, why: "this replica lost its ring membership"}
+	default:
+	}
 	if !r.member.Tenure().Holds(now) {
 		return claim{kind: standBy, why: "this replica's ring membership has run out"}
 	}
