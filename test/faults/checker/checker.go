@@ -1,0 +1,235 @@
+// Package checker finds, in the probes' activity records and the fault
+// log, every moment at which two actors (processes) were active on one
+// object at once: what sharding promises never happens. It also measures
+// each fault: how long until another actor took the victim's objects
+// over, the gap between the old owner's last activity and the new
+// owner's first, and create handlers that completed twice. It trusts
+// nothing but the records, which every process stamps with one machine's
+// clock, so moments from different processes compare directly.
+package checker
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kopf-go/kopf/test/faults/activity"
+	"github.com/kopf-go/kopf/test/faults/faultlog"
+)
+
+// AfterResumeWindow is the first instant after a SIGCONT, before a
+// resumed replica can notice that it lost its membership: its goroutines
+// run on at once, with timers that fired during the pause. Its activity
+// then is reported apart (AfterResume) rather than as overlaps, with its
+// measured length; the library documents what a resumed replica may do
+// in it. Activity past it is an overlap like any other.
+const AfterResumeWindow = 250 * time.Millisecond
+
+// LookBack is how recent an actor's activity on an object must be at a
+// fault's start for the object to count as the victim's: daemons beat
+// every 50 ms, so a live owner is never longer silent.
+const LookBack = time.Second
+
+// AroundWindow is how long after its end a fault still counts as one
+// around an overlap: what a fault sets off (a fence, an expiry, a move)
+// comes within a lease duration and a shutdown grace of it.
+const AroundWindow = 40 * time.Second
+
+// Input is what the checker reads.
+type Input struct {
+	Records []activity.Record
+	Faults  []faultlog.Entry
+	// Until is when the run ended; faults still on end there.
+	Until int64
+}
+
+// Overlap is a stretch during which two actors were active on an object.
+type Overlap struct {
+	Object string
+	A, B   string
+	Interval
+	// Around are the faults and process events near it.
+	Around []faultlog.Entry
+}
+
+// AfterResume is what a resumed actor did in the first instant after its
+// SIGCONT on objects that others had taken over meanwhile.
+type AfterResume struct {
+	Actor   string
+	Cont    int64
+	Objects []string
+	Records int
+	// MaxDelay is the latest of those records, after the SIGCONT.
+	MaxDelay time.Duration
+}
+
+// Gap is the time from an old owner's last activity on an object to the
+// new owner's first; negative when they overlapped.
+type Gap struct {
+	Object, Old, New string
+	Gap              time.Duration
+}
+
+// Takeover is what became of one fault's victim's objects.
+type Takeover struct {
+	Fault faultlog.Entry
+	// Objects is how many objects the victim was active on at the start,
+	// Moved how many of them another actor became active on after it.
+	Objects, Moved int
+	// First and All are the times from the fault's start to the first
+	// new activity on the first and on the last of the moved objects.
+	First, All time.Duration
+	Gaps       []Gap
+}
+
+// Duplicate is a create handler that completed more than once for one
+// object: allowed (handling is at least once), and counted.
+type Duplicate struct {
+	Object, UID string
+	Actors      []string
+	Ends        []int64
+	// Kind is the fault that hit the first actor before the second run
+	// completed; "" if none did.
+	Kind string
+}
+
+// Report is everything the checker found.
+type Report struct {
+	Overlaps    []Overlap
+	AfterResume []AfterResume
+	Takeovers   []Takeover
+	Duplicates  []Duplicate
+	Kinds       []KindFigures
+	// Origin is the earliest moment seen, for printing times relative to it.
+	Origin int64
+}
+
+// Check reads the records and the faults.
+func Check(in Input) Report {
+	all := runs(in.Records)
+	ps := pauses(in.Faults, in.Until)
+	// active[object][actor] is the union of the actor's activity there.
+	active := map[string]map[string][]Interval{}
+	var resumes []resumed
+	for _, x := range all {
+		segs, after := split(x, ps[x.actor])
+		if active[x.object] == nil {
+			active[x.object] = map[string][]Interval{}
+		}
+		active[x.object][x.actor] = append(active[x.object][x.actor], segs...)
+		resumes = append(resumes, after...)
+	}
+	for _, byActor := range active {
+		for a, segs := range byActor {
+			byActor[a] = union(segs)
+		}
+	}
+	r := Report{Origin: origin(in)}
+	r.Overlaps = overlaps(active, in.Faults, in.Until)
+	r.AfterResume = afterResume(resumes, active)
+	r.Takeovers = takeovers(active, in.Faults)
+	r.Duplicates = duplicates(all, in.Faults)
+	r.Kinds = kinds(r, in.Faults)
+	return r
+}
+
+// overlaps compares every two actors of every object.
+func overlaps(active map[string]map[string][]Interval, faults []faultlog.Entry, until int64) []Overlap {
+	var out []Overlap
+	for object, byActor := range active {
+		actors := make([]string, 0, len(byActor))
+		for a := range byActor {
+			actors = append(actors, a)
+		}
+		sort.Strings(actors)
+		for i, a := range actors {
+			for _, b := range actors[i+1:] {
+				for _, in := range intersect(byActor[a], byActor[b]) {
+					out = append(out, Overlap{Object: object, A: a, B: b, Interval: in,
+						Around: around(faults, in, until, a, b)})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].From < out[j].From })
+	return out
+}
+
+// around are the faults on at the interval or over less than
+// AroundWindow before it, and the starts and exits of the two actors'
+// processes within AroundWindow of it either way.
+func around(faults []faultlog.Entry, in Interval, until int64, a, b string) []faultlog.Entry {
+	var out []faultlog.Entry
+	for _, f := range faults {
+		start, end := f.Span(until)
+		switch {
+		case f.IsFault() && start <= in.To && end+int64(AroundWindow) >= in.From:
+		case !f.IsFault() && (f.Actor == a || f.Actor == b) &&
+			start <= in.To+int64(AroundWindow) && end+int64(AroundWindow) >= in.From:
+		default:
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// afterResume sums, per SIGCONT, what the resumed actor did in the
+// window on objects that another actor was active on in it.
+func afterResume(resumes []resumed, active map[string]map[string][]Interval) []AfterResume {
+	type key struct {
+		actor string
+		cont  int64
+	}
+	byKey := map[key]*AfterResume{}
+	var order []key
+	for _, x := range resumes {
+		if len(x.times) == 0 || !takenBy(active[x.object], x.actor, x.span) {
+			continue
+		}
+		k := key{x.actor, x.cont}
+		ar := byKey[k]
+		if ar == nil {
+			ar = &AfterResume{Actor: x.actor, Cont: x.cont}
+			byKey[k] = ar
+			order = append(order, k)
+		}
+		if !slices.Contains(ar.Objects, x.object) {
+			ar.Objects = append(ar.Objects, x.object)
+		}
+		ar.Records += len(x.times)
+		ar.MaxDelay = max(ar.MaxDelay, time.Duration(x.times[len(x.times)-1]-x.cont))
+	}
+	var out []AfterResume
+	for _, k := range order {
+		sort.Strings(byKey[k].Objects)
+		out = append(out, *byKey[k])
+	}
+	return out
+}
+
+// takenBy reports whether an actor other than self was active in span.
+func takenBy(byActor map[string][]Interval, self string, span Interval) bool {
+	for a, segs := range byActor {
+		if a != self && len(intersect(segs, []Interval{{span.From - 1, span.To + 1}})) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// origin is the earliest moment of the input.
+func origin(in Input) int64 {
+	var o int64
+	for _, r := range in.Records {
+		if o == 0 || r.At < o {
+			o = r.At
+		}
+	}
+	for _, f := range in.Faults {
+		if o == 0 || f.Start < o {
+			o = f.Start
+		}
+	}
+	return o
+}

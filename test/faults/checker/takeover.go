@@ -1,0 +1,157 @@
+package checker
+
+import (
+	"sort"
+	"time"
+
+	"github.com/kopf-go/kopf/test/faults/activity"
+	"github.com/kopf-go/kopf/test/faults/faultlog"
+)
+
+// takeovers measures every fault that has a victim: which objects the
+// victim was active on as it began, and when another actor became active
+// on each of them.
+func takeovers(active map[string]map[string][]Interval, faults []faultlog.Entry) []Takeover {
+	var out []Takeover
+	for _, f := range faults {
+		if !f.IsFault() || f.Actor == "" {
+			continue
+		}
+		t := Takeover{Fault: f, First: -1, All: -1}
+		for _, object := range victimObjects(active, f) {
+			t.Objects++
+			g, ok := takeover(active[object], f.Actor, f.Start)
+			if !ok {
+				continue
+			}
+			g.Object = object
+			t.Moved++
+			t.Gaps = append(t.Gaps, g)
+		}
+		for _, g := range t.Gaps {
+			first := firstNew(active[g.Object], f.Actor, f.Start) - f.Start
+			if t.First < 0 || time.Duration(first) < t.First {
+				t.First = time.Duration(first)
+			}
+			t.All = max(t.All, time.Duration(first))
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// victimObjects are the objects the fault's actor was active on in the
+// LookBack before its start; only the fault's object, if it names one.
+func victimObjects(active map[string]map[string][]Interval, f faultlog.Entry) []string {
+	window := []Interval{{f.Start - int64(LookBack), f.Start}}
+	var out []string
+	for object, byActor := range active {
+		if f.Object != "" && object != f.Object {
+			continue
+		}
+		if len(intersect(byActor[f.Actor], window)) > 0 || touches(byActor[f.Actor], f.Start) {
+			out = append(out, object)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// touches reports whether an interval holds the moment.
+func touches(segs []Interval, at int64) bool {
+	for _, s := range segs {
+		if s.From <= at && at <= s.To {
+			return true
+		}
+	}
+	return false
+}
+
+// firstNew is the first moment, at or after start, at which an actor
+// other than the victim began to be active on the object; 0 if none.
+func firstNew(byActor map[string][]Interval, victim string, start int64) int64 {
+	var first int64
+	for a, segs := range byActor {
+		if a == victim {
+			continue
+		}
+		for _, s := range segs {
+			if s.From >= start && (first == 0 || s.From < first) {
+				first = s.From
+			}
+		}
+	}
+	return first
+}
+
+// takeover is the gap on one object: from the victim's last activity
+// before the new actor began (the end of its last stretch that began
+// earlier) to the new actor's beginning.
+func takeover(byActor map[string][]Interval, victim string, start int64) (Gap, bool) {
+	first := firstNew(byActor, victim, start)
+	if first == 0 {
+		return Gap{}, false
+	}
+	var newActor string
+	for a, segs := range byActor {
+		for _, s := range segs {
+			if a != victim && s.From == first && (newActor == "" || a < newActor) {
+				newActor = a
+			}
+		}
+	}
+	var last int64
+	for _, s := range byActor[victim] {
+		if s.From < first {
+			last = max(last, s.To)
+		}
+	}
+	return Gap{Old: victim, New: newActor, Gap: time.Duration(first - last)}, true
+}
+
+// duplicates are the objects whose create handler completed more than
+// once, each laid at the door of the fault that hit the first actor
+// last before the second completion.
+func duplicates(all []*run, faults []faultlog.Entry) []Duplicate {
+	byUID := map[string]*Duplicate{}
+	var order []string
+	for _, x := range all {
+		if x.what != activity.Create || !x.done {
+			continue
+		}
+		d := byUID[x.uid]
+		if d == nil {
+			d = &Duplicate{Object: x.object, UID: x.uid}
+			byUID[x.uid] = d
+			order = append(order, x.uid)
+		}
+		d.Actors = append(d.Actors, x.actor)
+		d.Ends = append(d.Ends, x.to)
+	}
+	var out []Duplicate
+	for _, uid := range order {
+		d := byUID[uid]
+		if len(d.Ends) < 2 {
+			continue
+		}
+		sort.Sort(byEnd{d})
+		var hit int64
+		for _, f := range faults {
+			if f.IsFault() && f.Actor == d.Actors[0] && f.Start <= d.Ends[1] && f.Start >= hit {
+				hit, d.Kind = f.Start, f.Kind
+			}
+		}
+		out = append(out, *d)
+	}
+	return out
+}
+
+// byEnd sorts a duplicate's completions by time.
+type byEnd struct{ d *Duplicate }
+
+func (b byEnd) Len() int           { return len(b.d.Ends) }
+func (b byEnd) Less(i, j int) bool { return b.d.Ends[i] < b.d.Ends[j] }
+func (b byEnd) Swap(i, j int) {
+	b.d.Ends[i], b.d.Ends[j] = b.d.Ends[j], b.d.Ends[i]
+	b.d.Actors[i], b.d.Actors[j] = b.d.Actors[j], b.d.Actors[i]
+}
