@@ -73,6 +73,9 @@ type resumed struct {
 	cont          int64
 	span          Interval
 	times         []int64
+	// last is the run's last record: how long it went on after the
+	// SIGCONT, in the window or past it.
+	last int64
 }
 
 // split cuts a run at its actor's pauses: a paused actor does nothing.
@@ -94,7 +97,7 @@ func split(x *run, ps []pause) (active []Interval, after []resumed) {
 		}
 		window := Interval{p.cont, min(x.to, p.cont+int64(AfterResumeWindow))}
 		after = append(after, resumed{actor: x.actor, object: x.object, cont: p.cont, span: window,
-			times: within(x.times, window)})
+			times: within(x.times, window), last: x.to})
 		from = window.To
 		if from >= x.to {
 			return active, after

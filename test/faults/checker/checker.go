@@ -11,6 +11,7 @@ package checker
 import (
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kopf-go/kopf/test/faults/activity"
@@ -41,6 +42,8 @@ type Input struct {
 	Faults  []faultlog.Entry
 	// Until is when the run ended; faults still on end there.
 	Until int64
+	// Origin is the moment printed as +0; zero: the earliest one seen.
+	Origin int64
 }
 
 // Overlap is a stretch during which two actors were active on an object.
@@ -50,6 +53,9 @@ type Overlap struct {
 	Interval
 	// Around are the faults and process events near it.
 	Around []faultlog.Entry
+	// Cause is the fault most likely behind it (see cause); Kind "" if
+	// no fault was around.
+	Cause faultlog.Entry
 }
 
 // AfterResume is what a resumed actor did in the first instant after its
@@ -61,6 +67,9 @@ type AfterResume struct {
 	Records int
 	// MaxDelay is the latest of those records, after the SIGCONT.
 	MaxDelay time.Duration
+	// Last is how long after the SIGCONT the actor was still active on
+	// those objects; past AfterResumeWindow, that is in the overlaps.
+	Last time.Duration
 }
 
 // Gap is the time from an old owner's last activity on an object to the
@@ -124,7 +133,10 @@ func Check(in Input) Report {
 			byActor[a] = union(segs)
 		}
 	}
-	r := Report{Origin: origin(in)}
+	r := Report{Origin: in.Origin}
+	if r.Origin == 0 {
+		r.Origin = origin(in)
+	}
 	r.Overlaps = overlaps(active, in.Faults, in.Until)
 	r.AfterResume = afterResume(resumes, active)
 	r.Takeovers = takeovers(active, in.Faults)
@@ -145,8 +157,13 @@ func overlaps(active map[string]map[string][]Interval, faults []faultlog.Entry, 
 		for i, a := range actors {
 			for _, b := range actors[i+1:] {
 				for _, in := range intersect(byActor[a], byActor[b]) {
-					out = append(out, Overlap{Object: object, A: a, B: b, Interval: in,
-						Around: around(faults, in, until, a, b)})
+					o := Overlap{Object: object, A: a, B: b, Interval: in, Around: around(faults, in, until, a, b)}
+					old := a
+					if startOf(byActor[b], in.From) < startOf(byActor[a], in.From) {
+						old = b
+					}
+					o.Cause = cause(o, old)
+					out = append(out, o)
 				}
 			}
 		}
@@ -174,6 +191,57 @@ func around(faults []faultlog.Entry, in Interval, until int64, a, b string) []fa
 	return out
 }
 
+// cause is the fault most likely behind an overlap: of the faults
+// around it that began before it ended, the latest one that hit the old
+// owner (the actor that was active first) or its replica, else the
+// latest that hit the other actor or brought it in, else the latest of
+// them all. A fault of one object (a label edit) hits only that object.
+func cause(o Overlap, old string) faultlog.Entry {
+	other := o.A
+	if other == old {
+		other = o.B
+	}
+	hits := func(f faultlog.Entry, actor string) bool {
+		r := replica(actor)
+		return (f.Object == "" || f.Object == o.Object) &&
+			(f.Actor == actor || f.Replica == r || slices.Contains(f.Members, r))
+	}
+	var best faultlog.Entry
+	bestScore := -1
+	for _, f := range o.Around {
+		if !f.IsFault() || f.Start > o.To {
+			continue
+		}
+		score := 0
+		switch {
+		case hits(f, old):
+			score = 2
+		case hits(f, other):
+			score = 1
+		}
+		if score > bestScore || (score == bestScore && f.Start >= best.Start) {
+			best, bestScore = f, score
+		}
+	}
+	return best
+}
+
+// startOf is the start of the interval that holds the moment.
+func startOf(segs []Interval, at int64) int64 {
+	for _, s := range segs {
+		if s.From <= at && at <= s.To {
+			return s.From
+		}
+	}
+	return at
+}
+
+// replica is the POD_ID of an actor (POD_ID/pid).
+func replica(actor string) string {
+	podID, _, _ := strings.Cut(actor, "/")
+	return podID
+}
+
 // afterResume sums, per SIGCONT, what the resumed actor did in the
 // window on objects that another actor was active on in it.
 func afterResume(resumes []resumed, active map[string]map[string][]Interval) []AfterResume {
@@ -199,6 +267,7 @@ func afterResume(resumes []resumed, active map[string]map[string][]Interval) []A
 		}
 		ar.Records += len(x.times)
 		ar.MaxDelay = max(ar.MaxDelay, time.Duration(x.times[len(x.times)-1]-x.cont))
+		ar.Last = max(ar.Last, time.Duration(x.last-x.cont))
 	}
 	var out []AfterResume
 	for _, k := range order {

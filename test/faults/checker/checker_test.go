@@ -147,8 +147,45 @@ func TestOverlapAround(t *testing.T) {
 	if diff := cmp.Diff([]int{1, 2}, got); diff != "" {
 		t.Errorf("faults around -want +got:\n%s", diff)
 	}
-	if !strings.Contains(r.Text(), "OVERLAP ns/o: a/1 and b/2 both active from +61.500s to +62.000s (500 ms)") {
+	if r.Overlaps[0].Cause.ID != 1 {
+		t.Errorf("the cause is %+v, want the Lease's deletion", r.Overlaps[0].Cause)
+	}
+	if !strings.Contains(r.Text(), "OVERLAP ns/o: a/1 and b/2 both active from +61.500s to +62.000s (500 ms)\n    cause: #1 lease-deleted") {
 		t.Errorf("the text lacks the overlap:\n%s", r.Text())
+	}
+}
+
+// The cause of an overlap is the latest fault that hit one of its
+// actors, or brought one in, before it ended; else the latest around.
+func TestOverlapCause(t *testing.T) {
+	records := concat(daemon("a/1", "ns/o", 0, 2000, true), daemon("second-0/9", "ns/o", 1500, 3000, true))
+	tests := []struct {
+		name   string
+		faults []faultlog.Entry
+		want   int
+	}{
+		{name: "a fault of one of the actors wins over a later one of another",
+			faults: []faultlog.Entry{fault(1, faultlog.Pause, "a/1", 100, 200), fault(2, faultlog.Kill, "c/3", 1000, 1000)}, want: 1},
+		{name: "a fault of the old owner wins over a later one of the new",
+			faults: []faultlog.Entry{fault(1, faultlog.LeaseDeleted, "a/1", 1000, 1000), fault(2, faultlog.Kill, "second-0/9", 1200, 1200)}, want: 1},
+		{name: "a label edit of another object is no hit",
+			faults: []faultlog.Entry{fault(1, faultlog.Kill, "second-0/9", 1000, 1000),
+				{ID: 2, Kind: faultlog.LabelEdited, Actor: "a/1", Object: "ns/p", Start: ms(1100), End: ms(1100)}}, want: 1},
+		{name: "a second ring brought the other actor in",
+			faults: []faultlog.Entry{{ID: 1, Kind: faultlog.SecondRing, Members: []string{"second-0", "second-1"}, Start: ms(900)},
+				fault(2, faultlog.Kill, "c/3", 1000, 1000)}, want: 1},
+		{name: "else the latest around",
+			faults: []faultlog.Entry{fault(1, faultlog.Kill, "c/3", 100, 100), fault(2, faultlog.Kill, "d/4", 1000, 1000)}, want: 2},
+		{name: "a fault after the overlap is no cause",
+			faults: []faultlog.Entry{fault(1, faultlog.Kill, "a/1", 2500, 2500)}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Check(Input{Records: records, Faults: tt.faults, Until: ms(10000)})
+			if len(r.Overlaps) != 1 || r.Overlaps[0].Cause.ID != tt.want {
+				t.Errorf("overlaps %+v: want one caused by #%d", r.Overlaps, tt.want)
+			}
+		})
 	}
 }
 
@@ -162,12 +199,14 @@ func TestAfterResume(t *testing.T) {
 			records: concat(paused(daemon("a/1", "ns/o", 0, 5120, true), 1000, 5000), paused(daemon("a/1", "ns/p", 0, 5120, true), 1000, 5000),
 				daemon("b/2", "ns/o", 3000, 8000, true)),
 			// ns/p was nobody else's: its beats after the SIGCONT are no one's concern.
-			want: []AfterResume{{Actor: "a/1", Cont: ms(5000), Objects: []string{"ns/o"}, Records: 3, MaxDelay: 120 * time.Millisecond}}},
+			want: []AfterResume{{Actor: "a/1", Cont: ms(5000), Objects: []string{"ns/o"}, Records: 3, MaxDelay: 120 * time.Millisecond,
+				Last: 120 * time.Millisecond}}},
 		{name: "nothing after the SIGCONT",
 			records: concat(daemon("a/1", "ns/o", 0, 1000, false), daemon("b/2", "ns/o", 3000, 8000, true))},
 		{name: "the window's records only; the rest is an overlap",
 			records: concat(paused(daemon("a/1", "ns/o", 0, 6000, true), 1000, 5000), daemon("b/2", "ns/o", 3000, 8000, true)),
-			want:    []AfterResume{{Actor: "a/1", Cont: ms(5000), Objects: []string{"ns/o"}, Records: 5, MaxDelay: 250 * time.Millisecond}}},
+			want: []AfterResume{{Actor: "a/1", Cont: ms(5000), Objects: []string{"ns/o"}, Records: 5, MaxDelay: 250 * time.Millisecond,
+				Last: time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,6 +260,12 @@ func TestTakeovers(t *testing.T) {
 			fault: faultlog.Entry{ID: 1, Kind: faultlog.LabelEdited, Actor: "a/1", Object: "ns/o", Start: ms(1000), End: ms(1000)},
 			want: []moved{{Objects: 1, Moved: 1, First: 300 * time.Millisecond, All: 300 * time.Millisecond, Gaps: []Gap{
 				{Object: "ns/o", Old: "a/1", New: "b/2", Gap: 100 * time.Millisecond}}}}},
+		{name: "a second ring's replica is no new owner",
+			records: concat(daemon("a/1", "ns/o", 0, 1000, false), daemon("second-0/9", "ns/o", 1100, 1500, true),
+				daemon("b/2", "ns/o", 16000, 20000, true)),
+			fault: fault(1, faultlog.Kill, "a/1", 1000, 1000),
+			want: []moved{{Objects: 1, Moved: 1, First: 15000 * time.Millisecond, All: 15000 * time.Millisecond, Gaps: []Gap{
+				{Object: "ns/o", Old: "a/1", New: "b/2", Gap: 15 * time.Second}}}}},
 		{name: "a victim with no objects",
 			records: concat(daemon("b/2", "ns/o", 0, 9000, true)),
 			fault:   fault(1, faultlog.Kill, "a/1", 1000, 1000),
@@ -228,7 +273,8 @@ func TestTakeovers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Check(Input{Records: tt.records, Faults: []faultlog.Entry{tt.fault}})
+			faults := []faultlog.Entry{tt.fault, {ID: 9, Kind: faultlog.SecondRing, Members: []string{"second-0"}, Start: ms(5000)}}
+			r := Check(Input{Records: tt.records, Faults: faults})
 			var got []moved
 			for _, x := range r.Takeovers {
 				got = append(got, moved{x.Objects, x.Moved, x.First, x.All, x.Gaps})
@@ -303,7 +349,7 @@ func TestKinds(t *testing.T) {
 	r := Check(Input{Records: records, Faults: faults})
 	want := []KindFigures{
 		{Kind: faultlog.Kill, Faults: 1, Takeover: Distribution{1, 15 * time.Second, 15 * time.Second, 15 * time.Second, 15 * time.Second},
-			Gap: Distribution{1, 15 * time.Second, 15 * time.Second, 15 * time.Second, 15 * time.Second}, Overlaps: 1},
+			Gap: Distribution{1, 15 * time.Second, 15 * time.Second, 15 * time.Second, 15 * time.Second}},
 		{Kind: faultlog.LeaseDeleted, Faults: 1, Takeover: Distribution{1, time.Second, time.Second, time.Second, time.Second},
 			Gap: Distribution{1, -time.Second, -time.Second, -time.Second, -time.Second}, Negative: 1, Overlaps: 1},
 		{Kind: faultlog.Join, Faults: 1},
@@ -313,7 +359,7 @@ func TestKinds(t *testing.T) {
 	}
 	md := r.Markdown()
 	for _, line := range []string{
-		"| sigkill | 1 | 15.00 s / 15.00 s / 15.00 s (n=1) | 15.00 s / 15.00 s / 15.00 s / 15.00 s (n=1) | 0 | 0 | 0 | 1 |",
+		"| sigkill | 1 | 15.00 s / 15.00 s / 15.00 s (n=1) | 15.00 s / 15.00 s / 15.00 s / 15.00 s (n=1) | 0 | 0 | 0 | 0 |",
 		"| lease-deleted | 1 | 1.00 s / 1.00 s / 1.00 s (n=1) | -1.00 s / -1.00 s / -1.00 s / -1.00 s (n=1) | 1 | 0 | 0 | 1 |",
 		"| churn-join | 1 | – | – | 0 | 0 | 0 | 0 |",
 	} {

@@ -41,7 +41,8 @@ type KindFigures struct {
 	// Stuck counts faults whose victim had objects of which none moved.
 	Stuck int
 	// Duplicates counts create handlers completed twice, laid at this
-	// kind's door; Overlaps the overlaps with a fault of this kind around.
+	// kind's door; Overlaps the overlaps it is the cause of. Kind "" has
+	// those with no fault around.
 	Duplicates, Overlaps int
 }
 
@@ -82,13 +83,7 @@ func kinds(r Report, faults []faultlog.Entry) []KindFigures {
 		get(d.Kind).Duplicates++
 	}
 	for _, o := range r.Overlaps {
-		seen := map[string]bool{}
-		for _, f := range o.Around {
-			if f.IsFault() && !seen[f.Kind] {
-				seen[f.Kind] = true
-				get(f.Kind).Overlaps++
-			}
-		}
+		get(o.Cause.Kind).Overlaps++
 	}
 	out := []KindFigures{}
 	for _, kind := range append(slices.Clone(faultlog.Kinds), order...) {

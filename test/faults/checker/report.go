@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -14,12 +16,22 @@ import (
 // are relative to the report's origin.
 func (r Report) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "overlaps: %d\n", len(r.Overlaps))
-	for _, o := range r.Overlaps {
-		fmt.Fprintf(&b, "  OVERLAP %s: %s and %s both active from %s to %s (%s)\n",
-			o.Object, o.A, o.B, r.at(o.From), r.at(o.To), human(time.Duration(o.To-o.From)))
-		for _, f := range o.Around {
-			fmt.Fprintf(&b, "    around: %s\n", r.Entry(f))
+	eps := episodes(r.Overlaps)
+	fmt.Fprintf(&b, "overlaps: %d stretches in %d episodes\n", len(r.Overlaps), len(eps))
+	for _, e := range eps {
+		fmt.Fprintf(&b, "  OVERLAP %s: %s and %s both active from %s to %s (%s", e.Object, e.A, e.B,
+			r.at(e.From), r.at(e.To), human(time.Duration(e.To-e.From)))
+		if e.stretches > 1 {
+			fmt.Fprintf(&b, "; %d stretches, together %s", e.stretches, human(e.together))
+		}
+		b.WriteString(")\n")
+		if e.Cause.Kind != "" {
+			fmt.Fprintf(&b, "    cause: %s\n", r.Entry(e.Cause))
+		}
+		for _, f := range e.Around {
+			if f.ID != e.Cause.ID {
+				fmt.Fprintf(&b, "    around: %s\n", r.Entry(f))
+			}
 		}
 	}
 	fmt.Fprintf(&b, "after-resume activity (window %s after SIGCONT):", human(AfterResumeWindow))
@@ -28,9 +40,18 @@ func (r Report) Text() string {
 	} else {
 		b.WriteString("\n")
 	}
+	var maxSeen time.Duration
 	for _, a := range r.AfterResume {
-		fmt.Fprintf(&b, "  after-resume activity: %d records, up to %s after SIGCONT (%s at %s, on %s)\n",
+		maxSeen = max(maxSeen, a.MaxDelay)
+		fmt.Fprintf(&b, "  after-resume activity: %d records, up to %s after SIGCONT (%s at %s, on %s)",
 			a.Records, human(a.MaxDelay), a.Actor, r.at(a.Cont), strings.Join(a.Objects, ", "))
+		if a.Last > AfterResumeWindow {
+			fmt.Fprintf(&b, "; active on until %s after SIGCONT, which the overlaps show", human(a.Last))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.AfterResume) > 0 {
+		fmt.Fprintf(&b, "  after-resume activity: the most seen is %s after SIGCONT\n", human(maxSeen))
 	}
 	b.WriteString("takeovers:\n")
 	for _, t := range r.Takeovers {
@@ -60,13 +81,67 @@ func (r Report) Text() string {
 	return b.String()
 }
 
+// episodeGap joins the overlaps of two actors on one object that follow
+// each other this closely into one episode for printing: a daemon and a
+// handler that take turns make many short stretches of one story.
+const episodeGap = 5 * time.Second
+
+// episode is overlaps of one object and two actors close in time.
+type episode struct {
+	Overlap
+	stretches int
+	together  time.Duration
+}
+
+// episodes groups the overlaps, in the order of their starts.
+func episodes(overlaps []Overlap) []episode {
+	s := slices.Clone(overlaps)
+	sort.SliceStable(s, func(i, j int) bool {
+		if s[i].Object != s[j].Object {
+			return s[i].Object < s[j].Object
+		}
+		if s[i].A != s[j].A {
+			return s[i].A < s[j].A
+		}
+		if s[i].B != s[j].B {
+			return s[i].B < s[j].B
+		}
+		return s[i].From < s[j].From
+	})
+	var out []episode
+	for _, o := range s {
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			if last.Object == o.Object && last.A == o.A && last.B == o.B && o.From-last.To < int64(episodeGap) {
+				last.To = max(last.To, o.To)
+				last.stretches++
+				last.together += time.Duration(o.To - o.From)
+				for _, f := range o.Around {
+					if !slices.ContainsFunc(last.Around, func(g faultlog.Entry) bool { return g.ID == f.ID }) {
+						last.Around = append(last.Around, f)
+					}
+				}
+				continue
+			}
+		}
+		o.Around = slices.Clone(o.Around)
+		out = append(out, episode{Overlap: o, stretches: 1, together: time.Duration(o.To - o.From)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].From < out[j].From })
+	return out
+}
+
 // Markdown is the table of figures per kind of fault, ready for docs.
 func (r Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("| fault | faults | takeover min / median / max | gap old → new owner min / median / p95 / max | negative gaps | none moved | duplicate creates | overlaps |\n")
 	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|\n")
 	for _, k := range r.Kinds {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d | %d |\n", k.Kind, k.Faults,
+		kind := k.Kind
+		if kind == "" {
+			kind = "(no fault around)"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d | %d |\n", kind, k.Faults,
 			triple(k.Takeover), k.Gap, k.Negative, k.Stuck, k.Duplicates, k.Overlaps)
 	}
 	return b.String()

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -13,6 +14,25 @@ import (
 // on each of them.
 func takeovers(active map[string]map[string][]Interval, faults []faultlog.Entry) []Takeover {
 	var out []Takeover
+	outsiders := map[string]bool{}
+	for _, f := range faults {
+		for _, m := range f.Members {
+			outsiders[m] = true
+		}
+	}
+	// others are the actors that may take an object over from a victim:
+	// not the victim, and not a replica that a fault brought in from
+	// outside the ring (a second ring), whose activity is no takeover.
+	others := func(byActor map[string][]Interval, victim string) map[string][]Interval {
+		out := map[string][]Interval{}
+		for a, segs := range byActor {
+			if a != victim && !outsiders[replica(a)] {
+				out[a] = segs
+			}
+		}
+		out[victim] = byActor[victim]
+		return out
+	}
 	for _, f := range faults {
 		if !f.IsFault() || f.Actor == "" {
 			continue
@@ -20,7 +40,7 @@ func takeovers(active map[string]map[string][]Interval, faults []faultlog.Entry)
 		t := Takeover{Fault: f, First: -1, All: -1}
 		for _, object := range victimObjects(active, f) {
 			t.Objects++
-			g, ok := takeover(active[object], f.Actor, f.Start)
+			g, ok := takeover(others(active[object], f.Actor), f.Actor, f.Start)
 			if !ok {
 				continue
 			}
@@ -29,7 +49,7 @@ func takeovers(active map[string]map[string][]Interval, faults []faultlog.Entry)
 			t.Gaps = append(t.Gaps, g)
 		}
 		for _, g := range t.Gaps {
-			first := firstNew(active[g.Object], f.Actor, f.Start) - f.Start
+			first := firstNew(others(active[g.Object], f.Actor), f.Actor, f.Start) - f.Start
 			if t.First < 0 || time.Duration(first) < t.First {
 				t.First = time.Duration(first)
 			}
@@ -135,15 +155,34 @@ func duplicates(all []*run, faults []faultlog.Entry) []Duplicate {
 			continue
 		}
 		sort.Sort(byEnd{d})
-		var hit int64
-		for _, f := range faults {
-			if f.IsFault() && f.Actor == d.Actors[0] && f.Start <= d.Ends[1] && f.Start >= hit {
-				hit, d.Kind = f.Start, f.Kind
-			}
-		}
+		d.Kind = blame(faults, d.Actors, d.Ends[1])
 		out = append(out, *d)
 	}
 	return out
+}
+
+// blame is the fault behind a second completion at the moment: the
+// latest that began before it among those that hit the first actor; else
+// the latest that hit or brought in the replica of either; else none.
+func blame(faults []faultlog.Entry, actors []string, at int64) string {
+	replicas := []string{replica(actors[0]), replica(actors[1])}
+	var first, either faultlog.Entry
+	for _, f := range faults {
+		if !f.IsFault() || f.Start > at {
+			continue
+		}
+		if f.Actor == actors[0] && f.Start >= first.Start {
+			first = f
+		}
+		if (slices.Contains(replicas, f.Replica) || slices.ContainsFunc(f.Members, func(m string) bool { return slices.Contains(replicas, m) })) &&
+			f.Start >= either.Start {
+			either = f
+		}
+	}
+	if first.Kind != "" {
+		return first.Kind
+	}
+	return either.Kind
 }
 
 // byEnd sorts a duplicate's completions by time.

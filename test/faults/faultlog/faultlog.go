@@ -52,6 +52,8 @@ type Entry struct {
 	// when the fault began: the actor whose objects should move.
 	Replica string `json:"replica,omitempty"`
 	Actor   string `json:"actor,omitempty"`
+	// Members are the replicas a fault brings in (a second ring's).
+	Members []string `json:"members,omitempty"`
 	// Object is the object of a fault that hits one (namespace/name).
 	Object string `json:"object,omitempty"`
 	// Start and End are UnixNano; End is 0 while the fault lasts.
