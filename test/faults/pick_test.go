@@ -103,16 +103,29 @@ func (r *ring) pickOther(ctx context.Context, m *member, rng *rand.Rand) (*membe
 	if err != nil {
 		return nil, err
 	}
-	var out []*member
+	// Members under no fault first: a target that a fault takes down
+	// at once tells little about the edit.
+	var idle, busy []*member
 	for _, o := range r.all() {
-		if o == m || !o.Up() {
+		if o == m || !o.Up() || o.ignoreStop {
 			continue
 		}
 		for _, podID := range names {
-			if podID == o.PodID() {
-				out = append(out, o)
+			if podID != o.PodID() {
+				continue
 			}
+			r.mu.Lock()
+			if r.busy[podID] {
+				busy = append(busy, o)
+			} else {
+				idle = append(idle, o)
+			}
+			r.mu.Unlock()
 		}
+	}
+	out := idle
+	if len(out) == 0 {
+		out = busy
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no live member besides %s", m.PodID())

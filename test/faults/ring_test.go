@@ -156,6 +156,17 @@ func (r *ring) all() []*member {
 	return slices.Clone(r.members)
 }
 
+// live counts the members that are up and do not ignore their stop.
+func (r *ring) live() int {
+	n := 0
+	for _, m := range r.all() {
+		if m.Up() && !m.ignoreStop {
+			n++
+		}
+	}
+	return n
+}
+
 // byPodID is the member with the POD_ID, nil if none.
 func (r *ring) byPodID(podID string) *member {
 	for _, m := range r.all() {

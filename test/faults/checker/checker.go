@@ -139,7 +139,7 @@ func Check(in Input) Report {
 	}
 	r.Overlaps = overlaps(active, in.Faults, in.Until)
 	r.AfterResume = afterResume(resumes, active)
-	r.Takeovers = takeovers(active, in.Faults)
+	r.Takeovers = takeovers(active, deletions(all), in.Faults)
 	r.Duplicates = duplicates(all, in.Faults)
 	r.Kinds = kinds(r, in.Faults)
 	return r
@@ -191,20 +191,20 @@ func around(faults []faultlog.Entry, in Interval, until int64, a, b string) []fa
 	return out
 }
 
-// cause is the fault most likely behind an overlap: of the faults
-// around it that began before it ended, the latest one that hit the old
-// owner (the actor that was active first) or its replica, else the
-// latest that hit the other actor or brought it in, else the latest of
-// them all. A fault of one object (a label edit) hits only that object.
+// cause is the fault most likely behind an overlap, among the faults
+// around it that began before it ended: one that brought in either
+// actor from outside the ring (a second ring); else one that hit the
+// old owner (the actor that was active first) other than churn; else
+// one that hit either actor; else any; the latest of the best. A fault
+// hits an actor it names, a replica it names without an actor (a join),
+// or a replica it brought in. A fault of one object (a label edit) hits
+// only that object, and a fault of a process does not hit that replica's
+// later processes.
 func cause(o Overlap, old string) faultlog.Entry {
-	other := o.A
-	if other == old {
-		other = o.B
-	}
 	hits := func(f faultlog.Entry, actor string) bool {
 		r := replica(actor)
 		return (f.Object == "" || f.Object == o.Object) &&
-			(f.Actor == actor || f.Replica == r || slices.Contains(f.Members, r))
+			(f.Actor == actor || (f.Actor == "" && f.Replica == r) || slices.Contains(f.Members, r))
 	}
 	var best faultlog.Entry
 	bestScore := -1
@@ -214,9 +214,11 @@ func cause(o Overlap, old string) faultlog.Entry {
 		}
 		score := 0
 		switch {
-		case hits(f, old):
+		case f.Kind == faultlog.SecondRing && (hits(f, o.A) || hits(f, o.B)):
+			score = 3
+		case hits(f, old) && f.Kind != faultlog.Join && f.Kind != faultlog.Leave:
 			score = 2
-		case hits(f, other):
+		case hits(f, o.A) || hits(f, o.B):
 			score = 1
 		}
 		if score > bestScore || (score == bestScore && f.Start >= best.Start) {

@@ -166,6 +166,9 @@ func TestOverlapCause(t *testing.T) {
 	}{
 		{name: "a fault of one of the actors wins over a later one of another",
 			faults: []faultlog.Entry{fault(1, faultlog.Pause, "a/1", 100, 200), fault(2, faultlog.Kill, "c/3", 1000, 1000)}, want: 1},
+		{name: "a fault of an earlier process of the replica is no hit",
+			faults: []faultlog.Entry{fault(1, faultlog.Kill, "a/0", 100, 100), fault(2, faultlog.Kill, "c/3", 1000, 1000),
+				{ID: 3, Kind: faultlog.Join, Replica: "second-0", Start: ms(500), End: ms(600)}}, want: 3},
 		{name: "a fault of the old owner wins over a later one of the new",
 			faults: []faultlog.Entry{fault(1, faultlog.LeaseDeleted, "a/1", 1000, 1000), fault(2, faultlog.Kill, "second-0/9", 1200, 1200)}, want: 1},
 		{name: "a label edit of another object is no hit",
@@ -174,6 +177,9 @@ func TestOverlapCause(t *testing.T) {
 		{name: "a second ring brought the other actor in",
 			faults: []faultlog.Entry{{ID: 1, Kind: faultlog.SecondRing, Members: []string{"second-0", "second-1"}, Start: ms(900)},
 				fault(2, faultlog.Kill, "c/3", 1000, 1000)}, want: 1},
+		{name: "a second ring wins over a join of the old owner",
+			faults: []faultlog.Entry{{ID: 1, Kind: faultlog.Join, Replica: "a", Start: ms(100), End: ms(200)},
+				{ID: 2, Kind: faultlog.SecondRing, Members: []string{"second-0"}, Start: ms(900)}}, want: 2},
 		{name: "else the latest around",
 			faults: []faultlog.Entry{fault(1, faultlog.Kill, "c/3", 100, 100), fault(2, faultlog.Kill, "d/4", 1000, 1000)}, want: 2},
 		{name: "a fault after the overlap is no cause",
@@ -260,6 +266,12 @@ func TestTakeovers(t *testing.T) {
 			fault: faultlog.Entry{ID: 1, Kind: faultlog.LabelEdited, Actor: "a/1", Object: "ns/o", Start: ms(1000), End: ms(1000)},
 			want: []moved{{Objects: 1, Moved: 1, First: 300 * time.Millisecond, All: 300 * time.Millisecond, Gaps: []Gap{
 				{Object: "ns/o", Old: "a/1", New: "b/2", Gap: 100 * time.Millisecond}}}}},
+		{name: "an object deleted before the fault has nothing to take over",
+			records: concat(daemon("a/1", "ns/o", 0, 5000, false), running("a/1", "ns/o", activity.Delete, 100, 1100, true, true),
+				daemon("a/1", "ns/p", 0, 5000, false), daemon("b/2", "ns/p", 20000, 21000, true)),
+			fault: fault(1, faultlog.TermIgnored, "a/1", 2000, 5000),
+			want: []moved{{Objects: 1, Moved: 1, First: 18 * time.Second, All: 18 * time.Second, Gaps: []Gap{
+				{Object: "ns/p", Old: "a/1", New: "b/2", Gap: 15 * time.Second}}}}},
 		{name: "a second ring's replica is no new owner",
 			records: concat(daemon("a/1", "ns/o", 0, 1000, false), daemon("second-0/9", "ns/o", 1100, 1500, true),
 				daemon("b/2", "ns/o", 16000, 20000, true)),

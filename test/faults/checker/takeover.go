@@ -12,7 +12,7 @@ import (
 // takeovers measures every fault that has a victim: which objects the
 // victim was active on as it began, and when another actor became active
 // on each of them.
-func takeovers(active map[string]map[string][]Interval, faults []faultlog.Entry) []Takeover {
+func takeovers(active map[string]map[string][]Interval, deleted map[string]int64, faults []faultlog.Entry) []Takeover {
 	var out []Takeover
 	outsiders := map[string]bool{}
 	for _, f := range faults {
@@ -38,7 +38,7 @@ func takeovers(active map[string]map[string][]Interval, faults []faultlog.Entry)
 			continue
 		}
 		t := Takeover{Fault: f, First: -1, All: -1}
-		for _, object := range victimObjects(active, f) {
+		for _, object := range victimObjects(active, deleted, f) {
 			t.Objects++
 			g, ok := takeover(others(active[object], f.Actor), f.Actor, f.Start)
 			if !ok {
@@ -62,11 +62,14 @@ func takeovers(active map[string]map[string][]Interval, faults []faultlog.Entry)
 
 // victimObjects are the objects the fault's actor was active on in the
 // LookBack before its start; only the fault's object, if it names one.
-func victimObjects(active map[string]map[string][]Interval, f faultlog.Entry) []string {
+// An object whose delete handler had completed by then is left out: a
+// daemon that ignores its stop may still run for it, but nothing is left
+// for anyone to take over.
+func victimObjects(active map[string]map[string][]Interval, deleted map[string]int64, f faultlog.Entry) []string {
 	window := []Interval{{f.Start - int64(LookBack), f.Start}}
 	var out []string
 	for object, byActor := range active {
-		if f.Object != "" && object != f.Object {
+		if (f.Object != "" && object != f.Object) || (deleted[object] != 0 && deleted[object] <= f.Start) {
 			continue
 		}
 		if len(intersect(byActor[f.Actor], window)) > 0 || touches(byActor[f.Actor], f.Start) {
@@ -85,6 +88,17 @@ func touches(segs []Interval, at int64) bool {
 		}
 	}
 	return false
+}
+
+// deletions are when each object's delete handler first completed.
+func deletions(all []*run) map[string]int64 {
+	out := map[string]int64{}
+	for _, x := range all {
+		if x.what == activity.Delete && x.done && (out[x.object] == 0 || x.to < out[x.object]) {
+			out[x.object] = x.to
+		}
+	}
+	return out
 }
 
 // firstNew is the first moment, at or after start, at which an actor
