@@ -74,6 +74,9 @@ type ring struct {
 	mu      sync.Mutex
 	members []*member
 	busy    map[string]bool // members under a fault, by POD_ID
+	// secondRings counts the second rings started beside this one, to
+	// give their replicas POD_IDs of their own.
+	secondRings int
 }
 
 // newRing prepares a ring; members come with add. Everything it starts
@@ -165,16 +168,6 @@ func (r *ring) live() int {
 		}
 	}
 	return n
-}
-
-// byPodID is the member with the POD_ID, nil if none.
-func (r *ring) byPodID(podID string) *member {
-	for _, m := range r.all() {
-		if m.PodID() == podID {
-			return m
-		}
-	}
-	return nil
 }
 
 // memberNames maps the names of the ring's member Leases (the owner

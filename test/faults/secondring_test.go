@@ -20,9 +20,13 @@ import (
 func (r *ring) secondRing(ctx context.Context, leaseNS string, n int, hold time.Duration) (map[string]bool, error) {
 	second := newRing(r.t, r.name, r.ns, leaseNS, r.dir, r.log, r.timing)
 	second.priority = -1
+	r.mu.Lock()
+	r.secondRings++
+	nth := r.secondRings
+	r.mu.Unlock()
 	podIDs := make([]string, n)
 	for i := range podIDs {
-		podIDs[i] = fmt.Sprintf("second-%d", i)
+		podIDs[i] = fmt.Sprintf("second-%d-%d", nth, i)
 	}
 	id := r.log.Begin(faultlog.Entry{Kind: faultlog.SecondRing, Members: podIDs,
 		Note: fmt.Sprintf("%d replicas, Leases in %s, priority -1", n, leaseNS)})

@@ -79,31 +79,36 @@ type resumed struct {
 }
 
 // split cuts a run at its actor's pauses: a paused actor does nothing.
-// The part right after each SIGCONT, up to AfterResumeWindow, is set
-// apart as resumed activity; the rest is the run's activity.
+// What the run did in the first instant after each SIGCONT (up to
+// AfterResumeWindow), whether it began before the pause or right after
+// it, is set apart as resumed activity; the rest is the run's activity.
 func split(x *run, ps []pause) (active []Interval, after []resumed) {
-	from := x.from
+	segs := []Interval{{x.from, x.to}}
 	for _, p := range ps {
-		if p.cont <= from || p.stop >= x.to {
-			continue // the pause is outside the run
+		window := Interval{p.cont, p.cont + int64(AfterResumeWindow)}
+		var next []Interval
+		for _, s := range segs {
+			if s.To <= p.stop || s.From > window.To {
+				next = append(next, s)
+				continue
+			}
+			if s.From < p.stop {
+				// A record stamped in the pause came as it began: the
+				// process was stopped from the suite's stamp on.
+				next = append(next, Interval{s.From, p.stop})
+			}
+			if s.To >= p.cont {
+				in := Interval{max(s.From, p.cont), min(s.To, window.To)}
+				after = append(after, resumed{actor: x.actor, object: x.object, cont: p.cont, span: in,
+					times: within(x.times, in), last: x.to})
+			}
+			if s.To > window.To {
+				next = append(next, Interval{max(s.From, window.To), s.To})
+			}
 		}
-		if x.to <= p.cont {
-			// Its last record came as the pause began, stamped a moment
-			// after the suite's: nothing ran during the pause.
-			return append(active, Interval{from, x.to}), after
-		}
-		if p.stop > from {
-			active = append(active, Interval{from, p.stop})
-		}
-		window := Interval{p.cont, min(x.to, p.cont+int64(AfterResumeWindow))}
-		after = append(after, resumed{actor: x.actor, object: x.object, cont: p.cont, span: window,
-			times: within(x.times, window), last: x.to})
-		from = window.To
-		if from >= x.to {
-			return active, after
-		}
+		segs = next
 	}
-	return append(active, Interval{from, x.to}), after
+	return segs, after
 }
 
 // within are the times inside the interval.
