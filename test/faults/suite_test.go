@@ -158,7 +158,7 @@ func (s *suite) settle(bound func(kind string) time.Duration) {
 		if time.Now().After(quiet) && s.takenOver() {
 			break
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(5 * time.Second)
 	}
 	sleep(context.Background(), time.Until(quiet))
 }
@@ -229,6 +229,9 @@ func (s *suite) judge(rep checker.Report, bound func(kind string) time.Duration,
 	s.mu.Unlock()
 	for _, c := range foreign {
 		t.Errorf("the second ring's member %s became the owner of %s at %s", c.value, c.object, c.at.Format("15:04:05.000"))
+	}
+	if t.Failed() && *keep == "" {
+		t.Log("to look at the records, the fault log and every replica's output afterwards, run again with -args -faults.keep=DIR")
 	}
 }
 

@@ -269,6 +269,16 @@ func TestTakeovers(t *testing.T) {
 			records: paused(daemon("a/1", "ns/o", 0, 9000, true), 1000, 5000),
 			fault:   fault(1, faultlog.Pause, "a/1", 1000, 5000),
 			want:    []moved{{Objects: 1, First: -1, All: -1}}},
+		{name: "a resumed victim active on the taken object past the window: a negative gap",
+			records: concat(paused(daemon("a/1", "ns/o", 0, 9000, true), 1000, 5000), daemon("b/2", "ns/o", 4000, 12000, true)),
+			fault:   fault(1, faultlog.Pause, "a/1", 1000, 5000),
+			want: []moved{{Objects: 1, Moved: 1, First: 3 * time.Second, All: 3 * time.Second, Gaps: []Gap{
+				{Object: "ns/o", Old: "a/1", New: "b/2", Gap: -5 * time.Second}}}}},
+		{name: "a victim that gets the object back after the new owner: no overlap, a positive gap",
+			records: concat(daemon("a/1", "ns/o", 0, 1000, true), daemon("b/2", "ns/o", 1500, 3000, true), daemon("a/1", "ns/o", 3500, 9000, true)),
+			fault:   faultlog.Entry{ID: 1, Kind: faultlog.LabelEdited, Actor: "a/1", Object: "ns/o", Start: ms(900), End: ms(900)},
+			want: []moved{{Objects: 1, Moved: 1, First: 600 * time.Millisecond, All: 600 * time.Millisecond, Gaps: []Gap{
+				{Object: "ns/o", Old: "a/1", New: "b/2", Gap: 500 * time.Millisecond}}}}},
 		{name: "a label edit moves its one object",
 			records: concat(daemon("a/1", "ns/o", 0, 1200, true), daemon("a/1", "ns/p", 0, 9000, true),
 				daemon("b/2", "ns/o", 1300, 9000, true)),

@@ -119,24 +119,28 @@ func firstNew(byActor map[string][]Interval, victim string, start int64) int64 {
 }
 
 // takeover is the gap on one object: from the victim's last activity
-// before the new actor began (the end of its last stretch that began
-// earlier) to the new actor's beginning.
+// while it could still be the owner, to the new actor's beginning. The
+// victim's activity counts up to the end of the new actor's first
+// stretch there: anything of the victim's before that end overlaps the
+// new owner or precedes it, while a stretch after it is the object come
+// back to the victim later (a label edited back, say).
 func takeover(byActor map[string][]Interval, victim string, start int64) (Gap, bool) {
 	first := firstNew(byActor, victim, start)
 	if first == 0 {
 		return Gap{}, false
 	}
 	var newActor string
+	var stretchEnd int64
 	for a, segs := range byActor {
 		for _, s := range segs {
 			if a != victim && s.From == first && (newActor == "" || a < newActor) {
-				newActor = a
+				newActor, stretchEnd = a, s.To
 			}
 		}
 	}
 	var last int64
 	for _, s := range byActor[victim] {
-		if s.From < first {
+		if s.From < stretchEnd {
 			last = max(last, s.To)
 		}
 	}
