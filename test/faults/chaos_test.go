@@ -63,11 +63,12 @@ func TestChaos(t *testing.T) {
 		initial = append(initial, slows[i%len(slows)])
 	}
 	s.start(initial, 6*(*chaosReplicas), 500*time.Millisecond, seed)
-	// Steps until the duration is over and enough faults began, or three
-	// times the duration, whichever comes first.
+	// Steps until the duration is over, enough faults began and every
+	// kind did, or three times the duration, whichever comes first.
 	ctx := context.Background()
 	start := time.Now()
-	for (time.Since(start) < *chaosDuration || s.injected() < *chaosFaults) && time.Since(start) < 3**chaosDuration {
+	for (time.Since(start) < *chaosDuration || s.injected() < *chaosFaults || len(s.missing()) > 0) &&
+		time.Since(start) < 3**chaosDuration {
 		p := plan.next()
 		t.Logf("step %d: %s", plan.n, p)
 		sleep(ctx, time.Until(start.Add(p.at)))
@@ -87,6 +88,9 @@ func TestChaos(t *testing.T) {
 	s.judge(rep, bound, false)
 	if injected < *chaosFaults {
 		t.Errorf("only %d faults were injected, want at least %d", injected, *chaosFaults)
+	}
+	if missing := s.missing(); len(missing) > 0 {
+		t.Errorf("no fault of these kinds was injected: %v", missing)
 	}
 	t.Logf("TestChaos took %s; seed %d", time.Since(s.began).Round(time.Second), seed)
 }

@@ -20,6 +20,15 @@ import (
 // as a kubelet's default terminationGracePeriodSeconds.
 const terminationGrace = 30 * time.Second
 
+// errNotInjected marks the errors of faults that did not happen: their
+// victim, its Lease or their object went away first. Where faults come
+// at random, such a fault is skipped; where each must happen, it fails
+// the test.
+var errNotInjected = errors.New("the fault was not injected")
+
+// notInjected wraps err with errNotInjected.
+func notInjected(err error) error { return fmt.Errorf("%w: %w", errNotInjected, err) }
+
 // Each nemesis below blocks until its fault is over and logged. Faults
 // that hit one replica take it as the victim; the fault's actor is the
 // victim's process when the fault began, whose objects should move.
@@ -32,8 +41,8 @@ func (r *ring) partition(ctx context.Context, m *member, mode proxy.Mode, hold t
 	}
 	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
 	if err := m.proxy.Set(mode); err != nil {
-		r.log.End(id, err.Error())
-		return err
+		r.log.Fail(id, err.Error())
+		return notInjected(err)
 	}
 	sleep(ctx, hold)
 	err := m.proxy.Set(proxy.Pass)
@@ -47,7 +56,7 @@ func (r *ring) partition(ctx context.Context, m *member, mode proxy.Mode, hold t
 func (r *ring) pause(ctx context.Context, m *member, hold time.Duration) error {
 	actor, err := m.Signal(syscall.SIGSTOP, false)
 	if err != nil {
-		return err
+		return notInjected(err)
 	}
 	id := r.log.Begin(faultlog.Entry{Kind: faultlog.Pause, Replica: m.PodID(), Actor: actor, Note: "slow " + m.slow.String()})
 	sleep(ctx, hold)
@@ -58,38 +67,49 @@ func (r *ring) pause(ctx context.Context, m *member, hold time.Duration) error {
 
 // kill kills the member and restarts it, with the same POD_ID, once
 // restartAt (given the moment of the kill and the member's lease expiry
-// as its Lease shows it before the kill) has come.
+// as its Lease shows it before the kill) has come. The fault is logged
+// from the kill, with the actor it killed.
 func (r *ring) kill(ctx context.Context, m *member, kind string, restartAt func(killed, expiry time.Time) time.Time) error {
 	expiry, err := r.leaseExpiry(ctx, m)
 	if err != nil {
-		return err
+		return notInjected(err)
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
 	killed := time.Now()
-	if _, err := m.Kill(); err != nil {
-		r.log.End(id, err.Error())
-		return err
+	actor, err := m.Kill()
+	if err != nil {
+		return notInjected(err)
 	}
-	at := restartAt(killed, expiry)
-	sleep(ctx, time.Until(at))
-	actor, err := m.Restart()
+	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: actor, Start: killed.UnixNano(),
+		Note: "slow " + m.slow.String()})
+	sleep(ctx, time.Until(restartAt(killed, expiry)))
+	restarted, err := m.Restart()
 	r.log.End(id, fmt.Sprintf("restarted as %s %s after the kill, %s after the lease's expiry",
-		actor, time.Since(killed).Round(time.Millisecond), time.Since(expiry).Round(time.Millisecond)))
+		restarted, time.Since(killed).Round(time.Millisecond), time.Since(expiry).Round(time.Millisecond)))
 	return err
 }
 
 // terminate sends SIGTERM and waits for the exit, SIGKILLing the member
 // after terminationGrace as a kubelet does. It does not come back.
 func (r *ring) terminate(ctx context.Context, m *member, kind string) error {
-	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
-	stop, cancel := context.WithTimeout(ctx, terminationGrace)
-	defer cancel()
-	if _, err := m.Stop(stop); err != nil {
+	at := time.Now()
+	actor, exited, err := m.Term()
+	if err != nil {
+		return notInjected(err)
+	}
+	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: actor, Start: at.UnixNano(),
+		Note: "slow " + m.slow.String()})
+	grace := time.NewTimer(terminationGrace)
+	defer grace.Stop()
+	select {
+	case <-exited:
+		r.log.End(id, "exited")
+	case <-grace.C:
 		_, _ = m.Kill()
 		r.log.End(id, "SIGKILLed after the termination grace")
-		return nil
+	case <-ctx.Done():
+		_, _ = m.Kill()
+		r.log.End(id, "SIGKILLed: the test ends")
 	}
-	r.log.End(id, "exited")
 	return nil
 }
 
@@ -98,12 +118,15 @@ func (r *ring) terminate(ctx context.Context, m *member, kind string) error {
 func (r *ring) deleteLease(ctx context.Context, m *member) error {
 	lease, err := r.lease(ctx, m)
 	if err != nil {
-		return err
+		return notInjected(err)
 	}
 	id := r.log.Begin(faultlog.Entry{Kind: faultlog.LeaseDeleted, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
-	err = fixtures.env.Client.Delete(ctx, lease)
+	if err := fixtures.env.Client.Delete(ctx, lease, client.Preconditions{UID: &lease.UID}); err != nil {
+		r.log.Fail(id, err.Error())
+		return notInjected(err)
+	}
 	r.log.End(id, "deleted "+lease.Name)
-	return err
+	return nil
 }
 
 // editLabel sets an object's owner label by hand to another live
@@ -111,15 +134,18 @@ func (r *ring) deleteLease(ctx context.Context, m *member) error {
 func (r *ring) editLabel(ctx context.Context, owner *member, object string, to *member) error {
 	toName, err := r.memberName(ctx, to)
 	if err != nil {
-		return err
+		return notInjected(err)
 	}
 	id := r.log.Begin(faultlog.Entry{Kind: faultlog.LabelEdited, Replica: owner.PodID(), Actor: owner.Actor(),
 		Object: r.ns + "/" + object, Note: fmt.Sprintf("slow %s; to %s (%s)", owner.slow, to.PodID(), to.Actor())})
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, r.names.ownerLabel, toName)
 	obj := newObject(r.ns, object)
-	err = fixtures.env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	if err := fixtures.env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		r.log.Fail(id, err.Error())
+		return notInjected(err)
+	}
 	r.log.End(id, "")
-	return err
+	return nil
 }
 
 // join adds a member; the fault lasts until its Lease is there.
@@ -127,8 +153,8 @@ func (r *ring) join(ctx context.Context, podID string, slow time.Duration) (*mem
 	id := r.log.Begin(faultlog.Entry{Kind: faultlog.Join, Replica: podID, Note: "slow " + slow.String()})
 	m, err := r.add(podID, slow, false)
 	if err != nil {
-		r.log.End(id, err.Error())
-		return nil, err
+		r.log.Fail(id, err.Error())
+		return nil, notInjected(err)
 	}
 	err = poll(ctx, time.Minute, func() bool { _, err := r.memberName(ctx, m); return err == nil })
 	r.log.End(id, "joined as "+m.Actor())

@@ -153,7 +153,8 @@ func (s *suite) stubborn(ctx context.Context, p step) error {
 	}
 	sleep(ctx, p.hold)
 	if err := poll(ctx, time.Minute, func() bool { return len(m.activeOn(time.Second)) > 0 }); err != nil {
-		return fmt.Errorf("the stubborn replica %s got no objects: %w", p.podID, err)
+		_, _ = m.Kill() // it must not hold handovers up for the rest of the run
+		return notInjected(fmt.Errorf("the stubborn replica %s got no objects: %w", p.podID, err))
 	}
 	return s.ring.terminate(ctx, m, faultlog.TermIgnored)
 }
@@ -167,6 +168,21 @@ func (s *suite) injected() int {
 		}
 	}
 	return n
+}
+
+// missing are the kinds of fault that have not begun yet.
+func (s *suite) missing() []string {
+	began := map[string]bool{}
+	for _, e := range s.log.Entries() {
+		began[e.Kind] = true
+	}
+	var out []string
+	for _, k := range faultlog.Kinds {
+		if !began[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // skipped notes a step that found no victim: an error where every fault

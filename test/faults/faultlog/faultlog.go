@@ -60,10 +60,16 @@ type Entry struct {
 	Start int64  `json:"start"`
 	End   int64  `json:"end,omitempty"`
 	Note  string `json:"note,omitempty"`
+	// Failed says why a fault that was begun did not happen after all
+	// (its object or Lease went away first, say).
+	Failed string `json:"failed,omitempty"`
 }
 
-// IsFault tells injected faults from lifecycle events.
-func (e Entry) IsFault() bool { return e.Kind != ProcessStart && e.Kind != ProcessExit }
+// IsFault tells injected faults from lifecycle events and from faults
+// that failed.
+func (e Entry) IsFault() bool {
+	return e.Kind != ProcessStart && e.Kind != ProcessExit && e.Failed == ""
+}
 
 // Span is the fault's start and end; an open fault ends at until.
 func (e Entry) Span(until int64) (int64, int64) {
@@ -123,6 +129,18 @@ func (l *Log) End(id int, note string) {
 		}
 		e.Note += note
 	}
+	l.write(*e)
+}
+
+// Fail logs that the fault did not happen after all, and why.
+func (l *Log) Fail(id int, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[id]
+	if !ok || e.End != 0 {
+		return
+	}
+	e.End, e.Failed = time.Now().UnixNano(), why
 	l.write(*e)
 }
 

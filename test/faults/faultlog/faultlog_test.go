@@ -20,6 +20,8 @@ func TestLogRoundTrip(t *testing.T) {
 	a := l.Begin(Entry{Kind: Pause, Replica: "r1", Actor: "r1/10", Start: 100})
 	l.Event(Entry{Kind: ProcessExit, Replica: "r2", Actor: "r2/11", Start: 150, Note: "exit status 1"})
 	b := l.Begin(Entry{Kind: PartitionHang, Replica: "r3", Actor: "r3/12", Start: 200, Note: "hang"})
+	c := l.Begin(Entry{Kind: LabelEdited, Replica: "r4", Actor: "r4/13", Object: "ns/o", Start: 300})
+	l.Fail(c, "not found")
 	l.End(a, "SIGCONT")
 	l.End(a, "twice") // a fault ends once
 	if err := l.Close(); err != nil {
@@ -38,7 +40,10 @@ func TestLogRoundTrip(t *testing.T) {
 	if got[1].End != 150 || got[1].IsFault() {
 		t.Errorf("the exit %+v: want an instant that is not a fault", got[1])
 	}
-	if diff := cmp.Diff([]string{Pause, ProcessExit, PartitionHang, Pause}, echoed); diff != "" {
+	if got[3].Failed != "not found" || got[3].IsFault() {
+		t.Errorf("the failed edit %+v: want it failed, not a fault", got[3])
+	}
+	if diff := cmp.Diff([]string{Pause, ProcessExit, PartitionHang, LabelEdited, LabelEdited, Pause}, echoed); diff != "" {
 		t.Errorf("echoed -want +got:\n%s", diff)
 	}
 	if s, e := got[2].Span(500); s != 200 || e != 500 {

@@ -152,6 +152,18 @@ func (r *Replica) Signal(sig syscall.Signal, stay bool) (string, error) {
 	return r.actor, r.proc.signal(sig)
 }
 
+// Term sends SIGTERM and keeps the replica down after the exit; it
+// returns the actor and a channel closed when that process has exited.
+func (r *Replica) Term() (string, <-chan struct{}, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.actor == "" {
+		return "", nil, fmt.Errorf("send SIGTERM: %s is down", r.spec.PodID)
+	}
+	r.down = true
+	return r.actor, r.proc.done, r.proc.signal(syscall.SIGTERM)
+}
+
 // Kill sends SIGKILL and waits for the exit; the replica stays down until
 // Restart. It returns the killed actor.
 func (r *Replica) Kill() (string, error) {

@@ -163,3 +163,28 @@ func TestPauseResume(t *testing.T) {
 		t.Error("the closed replica is up")
 	}
 }
+
+// Term returns the exit of the very process it signalled, and the
+// replica stays down after it.
+func TestTerm(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	r, _, file := script(t, `trap 'sleep 0.2; exit 0' TERM; echo up >> "$1"; while :; do sleep 0.01; done`)
+	eventually(t, "the process has set its trap", func() bool { return len(lines(t, file)) == 1 })
+	first := r.Actor()
+	actor, exited, err := r.Term()
+	if err != nil || actor != first {
+		t.Fatalf("Term() = %q, %v; want %q", actor, err, first)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process did not exit after SIGTERM")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if r.Up() {
+		t.Errorf("the terminated replica came back as %s", r.Actor())
+	}
+	if _, _, err := r.Term(); err == nil {
+		t.Error("Term of a replica that is down succeeded")
+	}
+}
