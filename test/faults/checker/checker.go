@@ -192,14 +192,15 @@ func around(faults []faultlog.Entry, in Interval, until int64, a, b string) []fa
 }
 
 // cause is the fault most likely behind an overlap, among the faults
-// around it that began before it ended: one that brought in either
-// actor from outside the ring (a second ring); else one that hit the
-// old owner (the actor that was active first) other than churn; else
-// one that hit either actor; else any; the latest of the best. A fault
-// hits an actor it names, a replica it names without an actor (a join),
-// or a replica it brought in. A fault of one object (a label edit) hits
-// only that object, and a fault of a process does not hit that replica's
-// later processes.
+// around it that began before it ended, best first: one that brought in
+// either actor from outside the ring (a second ring); one that hit the
+// old owner (the actor that was active first), other than churn; one
+// that hit either actor; a second ring around it, which moves owner
+// labels of every object; the latest of the best. A fault hits an actor
+// it names, a replica it names without an actor (a join), or a replica
+// it brought in. A fault of one object (a label edit) hits only that
+// object, and a fault of a process does not hit that replica's later
+// processes. None of these: no cause (Kind ""), rather than a guess.
 func cause(o Overlap, old string) faultlog.Entry {
 	hits := func(f faultlog.Entry, actor string) bool {
 		r := replica(actor)
@@ -207,7 +208,7 @@ func cause(o Overlap, old string) faultlog.Entry {
 			(f.Actor == actor || (f.Actor == "" && f.Replica == r) || slices.Contains(f.Members, r))
 	}
 	var best faultlog.Entry
-	bestScore := -1
+	bestScore := 0
 	for _, f := range o.Around {
 		if !f.IsFault() || f.Start > o.To {
 			continue
@@ -215,13 +216,15 @@ func cause(o Overlap, old string) faultlog.Entry {
 		score := 0
 		switch {
 		case f.Kind == faultlog.SecondRing && (hits(f, o.A) || hits(f, o.B)):
-			score = 3
+			score = 4
 		case hits(f, old) && f.Kind != faultlog.Join && f.Kind != faultlog.Leave:
-			score = 2
+			score = 3
 		case hits(f, o.A) || hits(f, o.B):
+			score = 2
+		case f.Kind == faultlog.SecondRing:
 			score = 1
 		}
-		if score > bestScore || (score == bestScore && f.Start >= best.Start) {
+		if score > 0 && (score > bestScore || (score == bestScore && f.Start >= best.Start)) {
 			best, bestScore = f, score
 		}
 	}

@@ -184,8 +184,11 @@ func TestOverlapCause(t *testing.T) {
 		{name: "a second ring wins over a join of the old owner",
 			faults: []faultlog.Entry{{ID: 1, Kind: faultlog.Join, Replica: "a", Start: ms(100), End: ms(200)},
 				{ID: 2, Kind: faultlog.SecondRing, Members: []string{"second-0"}, Start: ms(900)}}, want: 2},
-		{name: "else the latest around",
-			faults: []faultlog.Entry{fault(1, faultlog.Kill, "c/3", 100, 100), fault(2, faultlog.Kill, "d/4", 1000, 1000)}, want: 2},
+		{name: "a second ring around, of which neither actor is a member",
+			faults: []faultlog.Entry{fault(1, faultlog.Kill, "c/3", 100, 100), {ID: 2, Kind: faultlog.SecondRing, Members: []string{"second-9"}, Start: ms(500)},
+				fault(3, faultlog.Kill, "d/4", 1000, 1000)}, want: 2},
+		{name: "else no cause: no guess",
+			faults: []faultlog.Entry{fault(1, faultlog.Kill, "c/3", 100, 100), fault(2, faultlog.Kill, "d/4", 1000, 1000)}, want: 0},
 		{name: "a fault after the overlap is no cause",
 			faults: []faultlog.Entry{fault(1, faultlog.Kill, "a/1", 2500, 2500)}, want: 0},
 	}

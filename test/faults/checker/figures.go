@@ -42,7 +42,7 @@ type KindFigures struct {
 	Stuck int
 	// Duplicates counts create handlers completed twice, laid at this
 	// kind's door; Overlaps the overlaps it is the cause of. Kind "" has
-	// those with no fault around.
+	// those that no fault explains.
 	Duplicates, Overlaps int
 }
 

@@ -139,7 +139,7 @@ func (r Report) Markdown() string {
 	for _, k := range r.Kinds {
 		kind := k.Kind
 		if kind == "" {
-			kind = "(no fault around)"
+			kind = "(no fault of theirs)"
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d | %d |\n", kind, k.Faults,
 			triple(k.Takeover), k.Gap, k.Negative, k.Stuck, k.Duplicates, k.Overlaps)
