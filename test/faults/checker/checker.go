@@ -195,8 +195,10 @@ func around(faults []faultlog.Entry, in Interval, until int64, a, b string) []fa
 // around it that began before it ended, best first: one that brought in
 // either actor from outside the ring (a second ring); one that hit the
 // old owner (the actor that was active first), other than churn; one
-// that hit either actor; a second ring around it, which moves owner
-// labels of every object; the latest of the best. A fault hits an actor
+// that hit either actor, other than churn; a second ring around it,
+// which moves owner labels of every object; churn of either actor (a
+// join or a leave is the ring's everyday business, and the weakest
+// suspect); the latest of the best. A fault hits an actor
 // it names, a replica it names without an actor (a join), or a replica
 // it brought in. A fault of one object (a label edit) hits only that
 // object, and a fault of a process does not hit that replica's later
@@ -213,15 +215,18 @@ func cause(o Overlap, old string) faultlog.Entry {
 		if !f.IsFault() || f.Start > o.To {
 			continue
 		}
+		churn := f.Kind == faultlog.Join || f.Kind == faultlog.Leave
 		score := 0
 		switch {
 		case f.Kind == faultlog.SecondRing && (hits(f, o.A) || hits(f, o.B)):
+			score = 5
+		case hits(f, old) && !churn:
 			score = 4
-		case hits(f, old) && f.Kind != faultlog.Join && f.Kind != faultlog.Leave:
+		case (hits(f, o.A) || hits(f, o.B)) && !churn:
 			score = 3
-		case hits(f, o.A) || hits(f, o.B):
-			score = 2
 		case f.Kind == faultlog.SecondRing:
+			score = 2
+		case hits(f, o.A) || hits(f, o.B):
 			score = 1
 		}
 		if score > 0 && (score > bestScore || (score == bestScore && f.Start >= best.Start)) {
