@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/faults/faultlog"
 )
 
@@ -40,6 +41,7 @@ var shortened = timing{lease: 6 * time.Second, deadline: 4 * time.Second, period
 //	make chaos
 //	go test -tags chaos ./test/faults -run TestChaos -timeout 90m -args -chaos.duration=10m -chaos.seed=N [-chaos.short]
 func TestChaos(t *testing.T) {
+	kopftest.NoLeaks(t) // every goroutine of the suite has ended when the test does
 	seed := *chaosSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/faults/faultlog"
 )
 
@@ -20,6 +21,7 @@ import (
 // owner's last activity and a new owner's first, and on a fault whose
 // victim's objects nobody took over within a generous bound.
 func TestFaults(t *testing.T) {
+	kopftest.NoLeaks(t) // every goroutine of the suite has ended when the test does
 	s := newSuite(t, "faults", defaults, func(line string) { t.Log(line) })
 	var slows []time.Duration
 	for i := range 12 {

@@ -173,7 +173,7 @@ func (s *suite) settle(bound func(kind string) time.Duration) {
 // objects saw one of them taken over.
 func (s *suite) takenOver() bool {
 	for _, t := range s.check().Takeovers {
-		if t.Objects > 0 && t.Moved == 0 {
+		if t.Objects > t.Gone && t.Moved == 0 {
 			return false
 		}
 	}
@@ -224,8 +224,8 @@ func (s *suite) judge(rep checker.Report, bound func(kind string) time.Duration,
 		switch {
 		case x.Objects == 0 && strict:
 			t.Errorf("%s: the victim was active on no object; the fault tested nothing", rep.Entry(x.Fault))
-		case x.Objects > 0 && x.Moved == 0:
-			t.Errorf("%s: none of the victim's %d objects was taken over", rep.Entry(x.Fault), x.Objects)
+		case x.Objects > x.Gone && x.Moved == 0:
+			t.Errorf("%s: none of the victim's %d objects was taken over", rep.Entry(x.Fault), x.Objects-x.Gone)
 		case x.Moved > 0 && x.First > bound(x.Fault.Kind):
 			t.Errorf("%s: taken over after %s, more than %s", rep.Entry(x.Fault), x.First, bound(x.Fault.Kind))
 		}

@@ -83,8 +83,11 @@ type Gap struct {
 type Takeover struct {
 	Fault faultlog.Entry
 	// Objects is how many objects the victim was active on at the start,
-	// Moved how many of them another actor became active on after it.
-	Objects, Moved int
+	// Moved how many of them another actor became active on after it, and
+	// Gone how many of the others had their deletion completed meanwhile
+	// (by anyone, a second ring's replica too), leaving nothing to take
+	// over.
+	Objects, Moved, Gone int
 	// First and All are the times from the fault's start to the first
 	// new activity on the first and on the last of the moved objects.
 	First, All time.Duration

@@ -38,7 +38,8 @@ type KindFigures struct {
 	// the new owner's first; Negative counts those below zero.
 	Gap      Distribution
 	Negative int
-	// Stuck counts faults whose victim had objects of which none moved.
+	// Stuck counts faults whose victim had objects of which none moved
+	// (and not all were deleted meanwhile).
 	Stuck int
 	// Duplicates counts create handlers completed twice, laid at this
 	// kind's door; Overlaps the overlaps it is the cause of. Kind "" has
@@ -69,7 +70,7 @@ func kinds(r Report, faults []faultlog.Entry) []KindFigures {
 		k := get(t.Fault.Kind)
 		if t.Moved > 0 {
 			takeover[k.Kind] = append(takeover[k.Kind], t.First)
-		} else if t.Objects > 0 {
+		} else if t.Objects > t.Gone {
 			k.Stuck++
 		}
 		for _, g := range t.Gaps {

@@ -56,6 +56,9 @@ func (r Report) Text() string {
 	b.WriteString("takeovers:\n")
 	for _, t := range r.Takeovers {
 		fmt.Fprintf(&b, "  %s: %d objects, %d moved", r.Entry(t.Fault), t.Objects, t.Moved)
+		if t.Gone > 0 {
+			fmt.Fprintf(&b, ", %d deleted first", t.Gone)
+		}
 		if t.Moved > 0 {
 			gaps := make([]time.Duration, 0, len(t.Gaps))
 			for _, g := range t.Gaps {

@@ -42,6 +42,9 @@ func takeovers(active map[string]map[string][]Interval, deleted map[string]int64
 			t.Objects++
 			g, ok := takeover(others(active[object], f.Actor), f.Actor, f.Start)
 			if !ok {
+				if deleted[object] > f.Start {
+					t.Gone++
+				}
 				continue
 			}
 			g.Object = object

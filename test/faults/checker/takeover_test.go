@@ -12,9 +12,9 @@ import (
 
 // moved is a Takeover without its fault, in ms.
 type moved struct {
-	Objects, Moved int
-	First, All     time.Duration
-	Gaps           []Gap
+	Objects, Moved, Gone int
+	First, All           time.Duration
+	Gaps                 []Gap
 }
 
 func TestTakeovers(t *testing.T) {
@@ -68,6 +68,10 @@ func TestTakeovers(t *testing.T) {
 			fault: fault(1, faultlog.TermIgnored, "a/1", 2000, 5000),
 			want: []moved{{Objects: 1, Moved: 1, First: 18 * time.Second, All: 18 * time.Second, Gaps: []Gap{
 				{Object: "ns/p", Old: "a/1", New: "b/2", Gap: 15 * time.Second}}}}},
+		{name: "an object deleted by a second ring's replica during the fault is gone, not stuck",
+			records: concat(daemon("a/1", "ns/o", 0, 1000, false), running("second-0/9", "ns/o", activity.Delete, 6000, 7000, true, true)),
+			fault:   fault(1, faultlog.Kill, "a/1", 1000, 1000),
+			want:    []moved{{Objects: 1, Gone: 1, First: -1, All: -1}}},
 		{name: "a second ring's replica is no new owner",
 			records: concat(daemon("a/1", "ns/o", 0, 1000, false), daemon("second-0/9", "ns/o", 1100, 1500, true),
 				daemon("b/2", "ns/o", 16000, 20000, true)),
@@ -85,7 +89,7 @@ func TestTakeovers(t *testing.T) {
 			r := Check(Input{Records: tt.records, Faults: faults})
 			var got []moved
 			for _, x := range r.Takeovers {
-				got = append(got, moved{x.Objects, x.Moved, x.First, x.All, x.Gaps})
+				got = append(got, moved{x.Objects, x.Moved, x.Gone, x.First, x.All, x.Gaps})
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("takeovers -want +got:\n%s", diff)
