@@ -8,13 +8,14 @@ SHELL := /usr/bin/env bash
 # prints their directory when they are already built.
 ASSETS := KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)"
 
-.PHONY: help envtest test demo unit bench lint install-plugin
+.PHONY: help envtest test demo unit bench lint install-plugin chaos
 
 help:
 	@echo "make demo     run an example operator against an embedded control plane and show what it does"
 	@echo "make test     go vet, then every test: unit, envtest integration, examples end to end"
 	@echo "make unit     unit tests of pkg/ and handlers/ only (no control plane)"
 	@echo "make bench    benchmarks under test/bench, one iteration each"
+	@echo "make chaos    sharding's fault suite, randomized, for 10 minutes (CHAOS_SEED=N, CHAOS_DURATION=10m, CHAOS_SHORT=1)"
 	@echo "make lint     gofmt and go vet"
 	@echo "make envtest  build kube-apiserver and etcd for envtest (once; cached)"
 	@echo "make install-plugin  install the kubebuilder plugin kopf.kopf.dev/v1-alpha (docs/kubebuilder-plugin.md)"
@@ -35,6 +36,19 @@ unit:
 bench:
 	@if [[ ! -d test/bench ]]; then echo "bench: test/bench does not exist yet; nothing to run"; exit 0; fi; \
 	$(ASSETS) go test ./test/bench/... -run '^$$' -bench . -benchtime 1x
+
+# chaos runs the long randomized fault suite of sharding (test/faults,
+# build tag chaos): CHAOS_SEED reproduces a schedule (0: a new seed, which
+# it prints), CHAOS_DURATION is how long faults come, and CHAOS_SHORT=1
+# runs the ring at shortened durations (lease 6 s, renew deadline 4 s,
+# renew period 2 s) instead of the defaults.
+CHAOS_SEED ?= 0
+CHAOS_DURATION ?= 10m
+CHAOS_SHORT ?=
+
+chaos: envtest
+	$(ASSETS) go test -tags chaos ./test/faults -run TestChaos -count=1 -v -timeout 90m \
+		-args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(CHAOS_SEED) $(if $(CHAOS_SHORT),-chaos.short)
 
 lint:
 	@unformatted="$$(gofmt -l .)"; \

@@ -1,0 +1,70 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kopf-go/kopf/pkg/kopftest"
+	"github.com/kopf-go/kopf/test/faults/faultlog"
+)
+
+// TestFaults injects every fault once, at the library's default
+// durations (15 s lease, 10 s renew deadline, 5 s renew period), into a
+// ring of twelve replicas whose handlers and daemons honour their
+// cancellation at once, 2 s late or 4 s late (within the 5 s margin),
+// while a driver changes objects all along. Faults that do not depend
+// on each other hit different replicas at once, in two waves, to keep
+// the run short; the second ring comes last and alone, since it touches
+// every object if it goes wrong. It fails on any moment at which two
+// replicas were active on one object, on any negative gap between an old
+// owner's last activity and a new owner's first, and on a fault whose
+// victim's objects nobody took over within a generous bound.
+func TestFaults(t *testing.T) {
+	kopftest.NoLeaks(t) // every goroutine of the suite has ended when the test does
+	s := newSuite(t, "faults", defaults, func(line string) { t.Log(line) })
+	var slows []time.Duration
+	for i := range 12 {
+		slows = append(slows, time.Duration(i%3)*2*time.Second)
+	}
+	s.start(slows, 30, 500*time.Millisecond, 1)
+	t.Logf("the ring of %d replicas runs its 30 objects after %s", len(slows), time.Since(s.began).Round(time.Second))
+
+	ctx := context.Background()
+	d := defaults.effective()
+	hold := d.lease + 5*time.Second // every cut-off outlasts a lease
+	wave2 := hold + 5*time.Second   // while wave 1's victims come back
+	steps := []step{
+		// Wave 1: cut-offs, a pause, a Lease deleted, a label edited,
+		// and the stubborn replica that wave 2 stops.
+		{kind: faultlog.PartitionRefuse, slow: 2 * time.Second, hold: hold},
+		{kind: faultlog.PartitionHang, slow: 4 * time.Second, hold: hold},
+		{kind: faultlog.Pause, slow: 4 * time.Second, hold: hold},
+		{kind: faultlog.LeaseDeleted, slow: 0},
+		{kind: faultlog.LabelEdited, slow: 2 * time.Second},
+		{kind: faultlog.TermIgnored, slow: -1, hold: wave2, podID: "replica-stubborn"},
+		// Wave 2: kills with restarts at moments around the lease's
+		// expiry, and churn.
+		{at: wave2, kind: faultlog.Kill, slow: 0, hold: hold},
+		{at: wave2, kind: faultlog.RestartAtOnce, slow: 2 * time.Second},
+		{at: wave2, kind: faultlog.RestartBefore, slow: 4 * time.Second, offset: -time.Second},
+		{at: wave2, kind: faultlog.RestartAt, slow: 0},
+		{at: wave2, kind: faultlog.RestartAfter, slow: 2 * time.Second, offset: time.Second},
+		{at: wave2, kind: faultlog.Leave, slow: -1},
+		{at: wave2, kind: faultlog.Join, slow: 4 * time.Second, podID: "replica-joined"},
+		// Last, alone: a second ring of the same name.
+		{barrier: true, kind: faultlog.SecondRing, slow: -1, hold: hold},
+	}
+	s.follow(ctx, steps)
+	s.wait()
+
+	bound := takeoverBound(defaults)
+	s.settle(bound)
+	rep := s.finish()
+	t.Logf("%s\n%s", s.drv.summary(), rep.Text())
+	s.judge(rep, bound, true)
+	if missing := s.missing(); len(missing) > 0 {
+		t.Errorf("no fault of these kinds was injected: %v", missing)
+	}
+	t.Logf("TestFaults took %s", time.Since(s.began).Round(time.Second))
+}

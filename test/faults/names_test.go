@@ -1,0 +1,30 @@
+package faults
+
+import "github.com/kopf-go/kopf/handlers"
+
+// wireNames are the library's names on the cluster that the suite reads
+// and writes. They are in this one function because they are the
+// library's API and change with it: the owner label's key is to be
+// namespaced by the Leases' namespace (handlers.ShardOwnerLabel(leaseNS,
+// ring), e.g. kopf-system.shard.kopf.dev/main).
+type wireNames struct {
+	// ownerLabel is the key of the label naming an object's owner.
+	ownerLabel string
+	// memberLeasePrefix starts every member Lease's name; the rest is the
+	// member's name, the owner label's value.
+	memberLeasePrefix string
+	// ringLabel labels the member Leases with the ring's name.
+	ringLabel string
+	// assignerLease is the Lease that elects the ring's assigner.
+	assignerLease string
+}
+
+func ringWireNames(leaseNS, ring string) wireNames {
+	_ = leaseNS // the owner label's key will take it
+	return wireNames{
+		ownerLabel:        handlers.ShardOwnerLabel(ring),
+		memberLeasePrefix: "kopf-shard-" + ring + "-",
+		ringLabel:         "shard.kopf.dev/ring",
+		assignerLease:     "kopf-shard-" + ring,
+	}
+}

@@ -1,0 +1,138 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kopf-go/kopf/test/faults/activity"
+)
+
+// recentTail is how much of a member's records file is read to see what
+// it is active on now: a few seconds of its beats.
+const recentTail = 256 << 10
+
+// activeOn are the objects the member's current process recorded
+// activity on within the last window.
+func (m *member) activeOn(window time.Duration) []string {
+	actor := m.Actor()
+	f, err := os.Open(m.records)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = f.Close() }()
+	if st, err := f.Stat(); err == nil && st.Size() > recentTail {
+		_, _ = f.Seek(st.Size()-recentTail, io.SeekStart)
+	}
+	data, _ := io.ReadAll(f)
+	since := time.Now().Add(-window).UnixNano()
+	set := map[string]bool{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var r activity.Record
+		if json.Unmarshal(line, &r) == nil && r.Actor == actor && r.At >= since {
+			set[r.Object] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for o := range set {
+		out = append(out, o)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pick chooses a victim and marks it busy until release: a member that
+// is up, under no other fault, not the assigner (whose faults would
+// test its re-election too, which TestChaos does), not the one that
+// ignores its stop, active on an object now, and, if possible, of the
+// wanted slowness (any if slow < 0). rng chooses among the candidates;
+// nil takes the first by POD_ID.
+func (r *ring) pick(ctx context.Context, slow time.Duration, rng *rand.Rand, allowAssigner bool) (*member, error) {
+	assigner := r.assigner(ctx)
+	var exact, other []*member
+	for _, m := range r.all() {
+		r.mu.Lock()
+		busy := r.busy[m.PodID()]
+		r.mu.Unlock()
+		if busy || !m.Up() || m.ignoreStop || (!allowAssigner && m.PodID() == assigner) || len(m.activeOn(time.Second)) == 0 {
+			continue
+		}
+		if slow < 0 || m.slow == slow {
+			exact = append(exact, m)
+		} else {
+			other = append(other, m)
+		}
+	}
+	candidates := exact
+	if len(candidates) == 0 {
+		candidates = other
+	}
+	if len(candidates) == 0 {
+		return nil, fmt.Errorf("no member can be a victim now (slow %s)", slow)
+	}
+	slices.SortFunc(candidates, func(a, b *member) int { return strings.Compare(a.PodID(), b.PodID()) })
+	m := candidates[0]
+	if rng != nil {
+		m = candidates[rng.IntN(len(candidates))]
+	}
+	r.mu.Lock()
+	r.busy[m.PodID()] = true
+	r.mu.Unlock()
+	return m, nil
+}
+
+// release lets the member be a victim again.
+func (r *ring) release(m *member) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.busy, m.PodID())
+}
+
+// pickOther chooses a live member other than m, for a label edit's
+// target; it need not be idle.
+func (r *ring) pickOther(ctx context.Context, m *member, rng *rand.Rand) (*member, error) {
+	names, err := r.memberNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Members under no fault first: a target that a fault takes down
+	// at once tells little about the edit.
+	var idle, busy []*member
+	for _, o := range r.all() {
+		if o == m || !o.Up() || o.ignoreStop {
+			continue
+		}
+		for _, podID := range names {
+			if podID != o.PodID() {
+				continue
+			}
+			r.mu.Lock()
+			if r.busy[podID] {
+				busy = append(busy, o)
+			} else {
+				idle = append(idle, o)
+			}
+			r.mu.Unlock()
+		}
+	}
+	out := idle
+	if len(out) == 0 {
+		out = busy
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no live member besides %s", m.PodID())
+	}
+	slices.SortFunc(out, func(a, b *member) int { return strings.Compare(a.PodID(), b.PodID()) })
+	if rng != nil {
+		return out[rng.IntN(len(out))], nil
+	}
+	return out[0], nil
+}

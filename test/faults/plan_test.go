@@ -1,0 +1,198 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kopf-go/kopf/test/faults/faultlog"
+	"github.com/kopf-go/kopf/test/faults/proxy"
+)
+
+// step is one fault of a schedule.
+type step struct {
+	// at is when it begins, after the schedule's start; with barrier, it
+	// begins only once every earlier fault is over, too.
+	at      time.Duration
+	barrier bool
+	kind    string
+	// slow is the slowness wanted of the victim (negative: any).
+	slow time.Duration
+	// hold is how long a cut-off, a pause or a kill lasts, how long a
+	// second ring runs, or how long a stubborn replica runs before its
+	// SIGTERM.
+	hold time.Duration
+	// offset is when a kill's restart comes, from the lease's expiry.
+	offset time.Duration
+	// podID names the replica that a join or a stubborn replica adds.
+	podID string
+}
+
+func (p step) String() string {
+	s := fmt.Sprintf("+%s %s", p.at.Round(100*time.Millisecond), p.kind)
+	if p.slow >= 0 {
+		s += " slow " + p.slow.String()
+	}
+	if p.hold > 0 {
+		s += " for " + p.hold.Round(100*time.Millisecond).String()
+	}
+	if p.offset != 0 {
+		s += fmt.Sprintf(" restart at expiry%+.1fs", p.offset.Seconds())
+	}
+	return s
+}
+
+// follow injects the steps at their moments; it returns once the last
+// has begun (the faults go on: wait waits for them).
+func (s *suite) follow(ctx context.Context, steps []step) {
+	start := time.Now()
+	for _, p := range steps {
+		if p.barrier {
+			s.wait()
+		}
+		sleep(ctx, time.Until(start.Add(p.at)))
+		if ctx.Err() != nil {
+			return
+		}
+		s.step(ctx, p)
+	}
+}
+
+// step injects one fault, choosing its victim now.
+func (s *suite) step(ctx context.Context, p step) {
+	r := s.ring
+	switch p.kind {
+	case faultlog.PartitionRefuse, faultlog.PartitionHang:
+		mode := proxy.Refuse
+		if p.kind == faultlog.PartitionHang {
+			mode = proxy.Hang
+		}
+		s.hit(ctx, p, func(m *member) error { return r.partition(ctx, m, mode, p.hold) })
+	case faultlog.Pause:
+		s.hit(ctx, p, func(m *member) error { return r.pause(ctx, m, p.hold) })
+	case faultlog.Kill:
+		s.hit(ctx, p, func(m *member) error {
+			return r.kill(ctx, m, p.kind, func(killed, _ time.Time) time.Time { return killed.Add(p.hold) })
+		})
+	case faultlog.RestartAtOnce:
+		s.hit(ctx, p, func(m *member) error {
+			return r.kill(ctx, m, p.kind, func(killed, _ time.Time) time.Time { return killed })
+		})
+	case faultlog.RestartBefore, faultlog.RestartAt, faultlog.RestartAfter:
+		s.hit(ctx, p, func(m *member) error {
+			return r.kill(ctx, m, p.kind, func(_, expiry time.Time) time.Time { return expiry.Add(p.offset) })
+		})
+	case faultlog.LeaseDeleted:
+		s.hit(ctx, p, func(m *member) error { return r.deleteLease(ctx, m) })
+	case faultlog.Leave:
+		if n := s.ring.live(); n <= s.minRing {
+			s.skipped(p, fmt.Errorf("the ring has only %d live members", n))
+			return
+		}
+		s.hit(ctx, p, func(m *member) error { return r.terminate(ctx, m, faultlog.Leave) })
+	case faultlog.LabelEdited:
+		s.editLabel(ctx, p)
+	case faultlog.Join:
+		s.inject(p.kind, nil, func(ctx context.Context) error {
+			_, err := r.join(ctx, p.podID, p.slow)
+			return err
+		})
+	case faultlog.TermIgnored:
+		s.inject(p.kind, nil, func(ctx context.Context) error { return s.stubborn(ctx, p) })
+	case faultlog.SecondRing:
+		s.inject(p.kind, nil, func(ctx context.Context) error {
+			names, err := r.secondRing(ctx, createNamespace(s.t, "second"), 2, p.hold)
+			s.addForeign(names)
+			return err
+		})
+	default:
+		s.failed(p.kind, fmt.Errorf("no such fault"))
+	}
+}
+
+// hit picks a victim for the step and injects the fault into it.
+func (s *suite) hit(ctx context.Context, p step, fn func(m *member) error) {
+	m, err := s.ring.pick(ctx, p.slow, s.rng, s.allowAssigner)
+	if err != nil {
+		s.skipped(p, err)
+		return
+	}
+	s.inject(p.kind, m, func(context.Context) error { return fn(m) })
+}
+
+// editLabel moves an object of a victim to another live member by hand.
+func (s *suite) editLabel(ctx context.Context, p step) {
+	owner, err := s.ring.pick(ctx, p.slow, s.rng, s.allowAssigner)
+	if err != nil {
+		s.skipped(p, err)
+		return
+	}
+	objects := owner.activeOn(time.Second)
+	to, err := s.ring.pickOther(ctx, owner, s.rng)
+	if err != nil || len(objects) == 0 {
+		s.ring.release(owner)
+		s.skipped(p, fmt.Errorf("no object or no other member: %v", err))
+		return
+	}
+	object := objects[0]
+	if s.rng != nil {
+		object = objects[s.rng.IntN(len(objects))]
+	}
+	_, name, _ := strings.Cut(object, "/")
+	s.inject(p.kind, owner, func(ctx context.Context) error { return s.ring.editLabel(ctx, owner, name, to) })
+}
+
+// stubborn adds a replica whose daemons ignore their stop, lets it run
+// for the step's hold and until it is active on an object, and sends it
+// SIGTERM.
+func (s *suite) stubborn(ctx context.Context, p step) error {
+	m, err := s.ring.add(p.podID, 0, true)
+	if err != nil {
+		return err
+	}
+	sleep(ctx, p.hold)
+	if err := poll(ctx, time.Minute, func() bool { return len(m.activeOn(time.Second)) > 0 }); err != nil {
+		_, _ = m.Kill() // it must not hold handovers up for the rest of the run
+		return notInjected(fmt.Errorf("the stubborn replica %s got no objects: %w", p.podID, err))
+	}
+	return s.ring.terminate(ctx, m, faultlog.TermIgnored)
+}
+
+// injected counts the faults that began.
+func (s *suite) injected() int {
+	n := 0
+	for _, e := range s.log.Entries() {
+		if e.IsFault() {
+			n++
+		}
+	}
+	return n
+}
+
+// missing are the kinds of fault that have not begun yet.
+func (s *suite) missing() []string {
+	began := map[string]bool{}
+	for _, e := range s.log.Entries() {
+		began[e.Kind] = true
+	}
+	var out []string
+	for _, k := range faultlog.Kinds {
+		if !began[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// skipped notes a step that found no victim: an error where every fault
+// must happen (TestFaults), a count where faults come at random.
+func (s *suite) skipped(p step, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lenient {
+		s.skips = append(s.skips, fmt.Sprintf("%s: %v", p, err))
+		return
+	}
+	s.errs = append(s.errs, fmt.Sprintf("%s: %v", p, err))
+}

@@ -1,0 +1,243 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/test/faults/faultlog"
+	"github.com/kopf-go/kopf/test/faults/harness"
+	"github.com/kopf-go/kopf/test/faults/proxy"
+)
+
+// timing is a ring's durations: zero for the library's defaults, which
+// the probe then leaves alone.
+type timing struct {
+	lease, deadline, period time.Duration
+}
+
+// defaults are the library's: 15 s, 10 s, 5 s.
+var defaults = timing{}
+
+// effective fills in the library's defaults, for the suite's own waits.
+func (d timing) effective() timing {
+	if d.lease == 0 {
+		return timing{15 * time.Second, 10 * time.Second, 5 * time.Second}
+	}
+	return d
+}
+
+// flags are the probe's flags that set the durations, none for defaults.
+func (d timing) flags() []string {
+	if d == (timing{}) {
+		return nil
+	}
+	return []string{"--lease-duration=" + d.lease.String(), "--renew-deadline=" + d.deadline.String(),
+		"--renew-period=" + d.period.String()}
+}
+
+// member is one replica of a ring with its proxy.
+type member struct {
+	*harness.Replica
+	proxy      *proxy.Proxy
+	slow       time.Duration
+	ignoreStop bool
+	records    string
+}
+
+// ring is a ring of probe replicas that serve one namespace.
+type ring struct {
+	t        testing.TB
+	name     string
+	ns       string // the objects'
+	leaseNS  string // the member Leases'
+	dir      string
+	log      *faultlog.Log
+	names    wireNames
+	timing   timing
+	priority int
+
+	mu      sync.Mutex
+	members []*member
+	busy    map[string]bool // members under a fault, by POD_ID
+	// secondRings counts the second rings started beside this one, to
+	// give their replicas POD_IDs of their own.
+	secondRings int
+}
+
+// newRing prepares a ring; members come with add. Everything it starts
+// ends when the test does.
+func newRing(t testing.TB, name, ns, leaseNS, dir string, log *faultlog.Log, d timing) *ring {
+	t.Helper()
+	for _, sub := range []string{"records", "out"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &ring{t: t, name: name, ns: ns, leaseNS: leaseNS, dir: dir, log: log,
+		names: ringWireNames(leaseNS, name), timing: d, busy: map[string]bool{}}
+}
+
+// add starts a member with its own proxy and kubeconfig. It may run
+// beside the test's goroutine (a nemesis adds members), so it returns
+// its errors rather than failing the test.
+func (r *ring) add(podID string, slow time.Duration, ignoreStop bool) (*member, error) {
+	p, err := proxy.Start(apiServerAddress())
+	if err != nil {
+		return nil, err
+	}
+	r.t.Cleanup(func() { _ = p.Close() })
+	kubeconfig := filepath.Join(r.dir, "out", podID+".kubeconfig")
+	if err := writeProxyKubeconfig(kubeconfig, p.Addr()); err != nil {
+		return nil, err
+	}
+	records := filepath.Join(r.dir, "records", podID+".jsonl")
+	args := []string{"--records=" + records, "--slow=" + slow.String()}
+	if ignoreStop {
+		args = append(args, "--ignore-stop")
+	}
+	args = append(append(args, r.timing.flags()...), "--", "--shard-ring="+r.name, "--namespace="+r.ns, "--verbose")
+	if r.priority != 0 {
+		args = append(args, fmt.Sprintf("--priority=%d", r.priority))
+	}
+	rep, err := harness.Start(harness.Spec{PodID: podID, Binary: fixtures.probe, Args: args,
+		Env: []string{"KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + r.leaseNS}, Dir: filepath.Join(r.dir, "out")}, r.log)
+	if err != nil {
+		return nil, err
+	}
+	r.t.Cleanup(rep.Close)
+	m := &member{Replica: rep, proxy: p, slow: slow, ignoreStop: ignoreStop, records: records}
+	r.mu.Lock()
+	r.members = append(r.members, m)
+	r.mu.Unlock()
+	return m, nil
+}
+
+// apiServerAddress is the control plane's host:port.
+func apiServerAddress() string {
+	if u, err := url.Parse(fixtures.env.Config.Host); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return fixtures.env.Config.Host
+}
+
+// writeProxyKubeconfig writes the package's kubeconfig with every
+// cluster's server at the proxy. The API server's certificate is for
+// 127.0.0.1, as is the proxy, so TLS verifies without a server name.
+func writeProxyKubeconfig(path, addr string) error {
+	cfg, err := clientcmd.LoadFromFile(fixtures.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("read the kubeconfig: %w", err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + addr
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write the replica's kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// all are the ring's members, including those that left.
+func (r *ring) all() []*member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.members)
+}
+
+// live counts the members that are up and do not ignore their stop.
+func (r *ring) live() int {
+	n := 0
+	for _, m := range r.all() {
+		if m.Up() && !m.ignoreStop {
+			n++
+		}
+	}
+	return n
+}
+
+// memberNames maps the names of the ring's member Leases (the owner
+// label's values) to their holders' POD_IDs.
+func (r *ring) memberNames(ctx context.Context) (map[string]string, error) {
+	var list coordinationv1.LeaseList
+	if err := fixtures.env.Client.List(ctx, &list, client.InNamespace(r.leaseNS),
+		client.MatchingLabels{r.names.ringLabel: r.name}); err != nil {
+		return nil, fmt.Errorf("list the ring's Leases: %w", err)
+	}
+	out := map[string]string{}
+	for _, l := range list.Items {
+		name, ok := strings.CutPrefix(l.Name, r.names.memberLeasePrefix)
+		if ok && l.Spec.HolderIdentity != nil {
+			out[name] = *l.Spec.HolderIdentity
+		}
+	}
+	return out, nil
+}
+
+// assigner is the POD_ID that holds the assigner's Lease, "" if none.
+func (r *ring) assigner(ctx context.Context) string {
+	var l coordinationv1.Lease
+	if err := fixtures.env.Client.Get(ctx, client.ObjectKey{Namespace: r.leaseNS, Name: r.names.assignerLease}, &l); err != nil ||
+		l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// objects lists the objects of the namespace.
+func (r *ring) objects(ctx context.Context) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("kopf.dev/v1")
+	list.SetKind("KopfExampleList")
+	if err := fixtures.env.Client.List(ctx, list, client.InNamespace(r.ns)); err != nil {
+		return nil, fmt.Errorf("list the objects: %w", err)
+	}
+	return list.Items, nil
+}
+
+// owned maps each POD_ID to the objects its owner label names it for
+// (not being deleted).
+func (r *ring) owned(ctx context.Context) (map[string][]string, error) {
+	names, err := r.memberNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := r.objects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, o := range objs {
+		if o.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if podID, ok := names[o.GetLabels()[r.names.ownerLabel]]; ok {
+			out[podID] = append(out[podID], o.GetName())
+		}
+	}
+	return out, nil
+}
+
+// createNamespace makes a namespace for the test.
+func createNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := fixtures.env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}

@@ -1,0 +1,282 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kopf-go/kopf/test/faults/checker"
+	"github.com/kopf-go/kopf/test/faults/faultlog"
+)
+
+// suite is one run: a ring, its objects and driver, the faults injected
+// into it, and their log.
+type suite struct {
+	t    *testing.T
+	dir  string
+	log  *faultlog.Log
+	ns   string
+	ring *ring
+	obs  *observer
+	drv  *driver
+
+	// began is the origin of the moments the suite prints.
+	began time.Time
+
+	stopDriver context.CancelFunc
+	driverDone chan struct{}
+
+	// rng chooses victims (nil: the first candidate by POD_ID), and
+	// allowAssigner lets the assigner be one. lenient counts the steps
+	// that find no victim in skips instead of failing the test.
+	rng           *rand.Rand
+	allowAssigner bool
+	lenient       bool
+	skips         []string
+	// minRing is the fewest live members a Leave leaves (0: no limit).
+	minRing int
+
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	errs    []string
+	foreign map[string]bool // the second rings' member names
+}
+
+// newSuite prepares a ring named ring at the durations, with a
+// namespace of its own for objects and Leases; echo hears every fault
+// and process event as it is logged.
+func newSuite(t *testing.T, ringName string, d timing, echo func(string)) *suite {
+	t.Helper()
+	dir := runDir(t)
+	log, err := faultlog.Open(filepath.Join(dir, "faults.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = log.Close() })
+	s := &suite{t: t, dir: dir, log: log, ns: createNamespace(t, "faults"), foreign: map[string]bool{}, began: time.Now()}
+	if echo != nil {
+		log.Echo = func(e faultlog.Entry) {
+			r := checker.Report{Origin: s.began.UnixNano()}
+			echo(r.Entry(e))
+		}
+	}
+	createPeering(t, s.ns)
+	s.ring = newRing(t, ringName, s.ns, s.ns, dir, log, d)
+	s.obs = observe(t, s.ns, s.ring.names.ownerLabel)
+	return s
+}
+
+// start runs a member per slowness, creates the objects, waits until
+// each runs its daemon somewhere, and starts the driver.
+func (s *suite) start(slows []time.Duration, objects int, period time.Duration, seed uint64) {
+	s.t.Helper()
+	for i, slow := range slows {
+		if _, err := s.ring.add(fmt.Sprintf("replica-%02d", i), slow, false); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	if err := poll(ctx, time.Minute, func() bool {
+		names, _ := s.ring.memberNames(ctx)
+		return len(names) == len(slows) && s.ring.assigner(ctx) != ""
+	}); err != nil {
+		s.t.Fatalf("the ring did not form: %v", err)
+	}
+	s.drv = newDriver(s.ns, objects, period, seed)
+	if err := s.drv.fill(ctx); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := poll(ctx, time.Minute, func() bool { return len(s.active()) >= objects }); err != nil {
+		s.t.Fatalf("only %d of %d objects run their daemons", len(s.active()), objects)
+	}
+	driverCtx, cancel := context.WithCancel(ctx)
+	s.stopDriver, s.driverDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.driverDone)
+		s.drv.run(driverCtx)
+	}()
+	s.t.Cleanup(s.halt)
+}
+
+// active are the objects some member is active on now.
+func (s *suite) active() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range s.ring.all() {
+		for _, o := range m.activeOn(time.Second) {
+			out[o] = true
+		}
+	}
+	return out
+}
+
+// inject runs a fault beside the others; its error fails the test at
+// the end. The victim, if any, is released when the fault is over.
+func (s *suite) inject(name string, victim *member, fn func(ctx context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if victim != nil {
+			defer s.ring.release(victim)
+		}
+		if err := fn(context.Background()); err != nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.lenient && errors.Is(err, errNotInjected) {
+				s.skips = append(s.skips, fmt.Sprintf("%s: %v", name, err))
+				return
+			}
+			s.errs = append(s.errs, fmt.Sprintf("%s: %v", name, err))
+		}
+	}()
+}
+
+// failed records a fault that could not even begin.
+func (s *suite) failed(name string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, fmt.Sprintf("%s: %v", name, err))
+}
+
+// wait waits for every fault injected so far.
+func (s *suite) wait() { s.wg.Wait() }
+
+// settle waits, after the faults, until every fault's victim's objects
+// have been taken over (up to the bound after the last fault's start),
+// and at least a lease duration and more has passed for whatever the
+// last fault set off to show.
+func (s *suite) settle(bound func(kind string) time.Duration) {
+	quiet := time.Now().Add(s.ring.timing.effective().lease + 5*time.Second)
+	var last time.Time
+	for _, e := range s.log.Entries() {
+		if e.IsFault() {
+			if end := time.Unix(0, e.Start).Add(bound(e.Kind)); end.After(last) {
+				last = end
+			}
+		}
+	}
+	for time.Now().Before(last) {
+		if time.Now().After(quiet) && s.takenOver() {
+			break
+		}
+		time.Sleep(5 * time.Second)
+	}
+	sleep(context.Background(), time.Until(quiet))
+}
+
+// takenOver reports whether every fault whose victim was active on
+// objects saw one of them taken over.
+func (s *suite) takenOver() bool {
+	for _, t := range s.check().Takeovers {
+		if t.Objects > t.Gone && t.Moved == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// halt stops the driver and every replica (SIGKILL: nothing of theirs
+// runs after); it is also the test's cleanup, should it stop early.
+func (s *suite) halt() {
+	if s.stopDriver != nil {
+		s.stopDriver()
+		<-s.driverDone
+		s.stopDriver = nil
+	}
+	for _, m := range s.ring.all() {
+		m.Close()
+	}
+}
+
+// finish halts everything and checks the records.
+func (s *suite) finish() checker.Report {
+	s.wait()
+	s.halt()
+	s.obs.stop()
+	return s.check()
+}
+
+// judge fails the test for every breach of the guarantee: an overlap, a
+// negative gap, a fault whose victim's objects nobody took over within
+// the bound, a fault that could not be injected, an owner label written
+// by a second ring. strict also fails faults whose victim was active on
+// nothing, which tested nothing.
+func (s *suite) judge(rep checker.Report, bound func(kind string) time.Duration, strict bool) {
+	t := s.t
+	t.Helper()
+	for _, e := range s.errs {
+		t.Errorf("a fault failed: %s", e)
+	}
+	if n := len(rep.Overlaps); n > 0 {
+		t.Errorf("%d overlaps: two replicas were active on one object at once (see the report)", n)
+	}
+	for _, k := range rep.Kinds {
+		if k.Negative > 0 {
+			t.Errorf("%s: %d negative gaps between the old owner's last activity and the new owner's first", k.Kind, k.Negative)
+		}
+	}
+	for _, x := range rep.Takeovers {
+		switch {
+		case x.Objects == 0 && strict:
+			t.Errorf("%s: the victim was active on no object; the fault tested nothing", rep.Entry(x.Fault))
+		case x.Objects > x.Gone && x.Moved == 0:
+			t.Errorf("%s: none of the victim's %d objects was taken over", rep.Entry(x.Fault), x.Objects-x.Gone)
+		case x.Moved > 0 && x.First > bound(x.Fault.Kind):
+			t.Errorf("%s: taken over after %s, more than %s", rep.Entry(x.Fault), x.First, bound(x.Fault.Kind))
+		}
+	}
+	s.mu.Lock()
+	foreign := s.obs.written(s.foreign)
+	s.mu.Unlock()
+	if len(foreign) > 0 {
+		objects := map[string]bool{}
+		var first []string
+		for _, c := range foreign {
+			if !objects[c.object] && len(first) < 10 {
+				first = append(first, fmt.Sprintf("%s at %s (%s)", c.object, c.at.Format("15:04:05.000"), c.value))
+			}
+			objects[c.object] = true
+		}
+		t.Errorf("the first ring's owner label named a member of the second ring %d times, on %d objects; the first ones:\n  %s",
+			len(foreign), len(objects), strings.Join(first, "\n  "))
+	}
+	if !strict {
+		idle := 0
+		for _, x := range rep.Takeovers {
+			if x.Objects == 0 {
+				idle++
+			}
+		}
+		t.Logf("%d of %d faults with a victim found it active on no object (its objects had moved or gone already)", idle, len(rep.Takeovers))
+	}
+	if t.Failed() && *keep == "" {
+		t.Log("to look at the records, the fault log and every replica's output afterwards, run again with -args -faults.keep=DIR")
+	}
+}
+
+// takeoverBound is a generous bound of a fault's takeover: two lease
+// durations and 30 s (the shutdown grace and more), and for a SIGTERM
+// the kubelet's termination grace on top.
+func takeoverBound(d timing) func(kind string) time.Duration {
+	return func(kind string) time.Duration {
+		b := 2*d.effective().lease + 30*time.Second
+		if kind == faultlog.TermIgnored || kind == faultlog.Leave {
+			b += terminationGrace
+		}
+		return b
+	}
+}
+
+// addForeign adds a second ring's member names.
+func (s *suite) addForeign(names map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for n := range names {
+		s.foreign[n] = true
+	}
+}
