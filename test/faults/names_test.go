@@ -4,9 +4,8 @@ import "github.com/kopf-go/kopf/handlers"
 
 // wireNames are the library's names on the cluster that the suite reads
 // and writes. They are in this one function because they are the
-// library's API and change with it: the owner label's key is to be
-// namespaced by the Leases' namespace (handlers.ShardOwnerLabel(leaseNS,
-// ring), e.g. kopf-system.shard.kopf.dev/main).
+// library's API and change with it: the owner label's key is namespaced
+// by the Leases' namespace (e.g. kopf-system.shard.kopf.dev/main).
 type wireNames struct {
 	// ownerLabel is the key of the label naming an object's owner.
 	ownerLabel string
@@ -20,9 +19,8 @@ type wireNames struct {
 }
 
 func ringWireNames(leaseNS, ring string) wireNames {
-	_ = leaseNS // the owner label's key will take it
 	return wireNames{
-		ownerLabel:        handlers.ShardOwnerLabel(ring),
+		ownerLabel:        handlers.ShardOwnerLabel(leaseNS, ring),
 		memberLeasePrefix: "kopf-shard-" + ring + "-",
 		ringLabel:         "shard.kopf.dev/ring",
 		assignerLease:     "kopf-shard-" + ring,
