@@ -10,7 +10,6 @@ import (
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -168,7 +167,7 @@ func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key
 	return c, client.ObjectKey{Namespace: "ops", Name: member.LeaseName()}, cancel, engine, result
 }
 
-// A graceful stop gives the Lease up only after the engine has stopped:
+// A graceful stop releases the Lease only after the engine has stopped:
 // the ring moves the objects at once when it is released.
 func TestMembershipReleasesAfterTheEngine(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -176,15 +175,16 @@ func TestMembershipReleasesAfterTheEngine(t *testing.T) {
 	c, key, cancel, engine, result := stoppingMember(t, sup)
 	cancel()
 	time.Sleep(50 * time.Millisecond) // several renew periods: time enough to leave too early
-	if err := c.Get(context.Background(), key, &coordinationv1.Lease{}); err != nil {
-		t.Fatalf("the Lease was given up while the engine was still stopping: %v", err)
+	if lease := (&coordinationv1.Lease{}); c.Get(context.Background(), key, lease) != nil || ring.Released(lease) {
+		t.Fatal("the Lease was given up while the engine was still stopping")
 	}
 	close(engine.release)
 	if err := <-result; err != nil {
 		t.Errorf("Start() = %v, want nil after a graceful stop", err)
 	}
-	if err := c.Get(context.Background(), key, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the Lease is still there after the engine stopped: %v", err)
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), key, lease); err != nil || !ring.Released(lease) {
+		t.Errorf("the Lease is not released after the engine stopped: %v", err)
 	}
 }
 

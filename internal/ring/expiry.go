@@ -62,9 +62,9 @@ func confirmDead(ctx context.Context, leases leaseAPI, ring string, live *shardi
 	return dead, unconfirmed, errors.Join(errs...)
 }
 
-// deleteReleased deletes the Leases that their members released but could
-// not delete, each on the condition that it is still as released; a Lease
-// that changed or went meanwhile is left to the next look.
+// deleteReleased deletes Leases that their members released a while ago,
+// each on the condition that it is still as released; a Lease that
+// changed or went meanwhile is left to the next look.
 func deleteReleased(ctx context.Context, leases leaseAPI, ring string, released map[string]string) error {
 	var errs []error
 	for member, version := range released {

@@ -3,8 +3,8 @@ package ring
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,8 +32,15 @@ type follower struct {
 
 	mu sync.Mutex
 	// released are the Leases seen released and not yet seen deleted, by
-	// member, with their resourceVersions: the assigner deletes them.
-	released map[string]string
+	// member: the assigner deletes them a lease duration after the release
+	// was seen.
+	released map[string]release
+}
+
+// release is a released Lease's version and when the release was seen.
+type release struct {
+	version string
+	seen    time.Time
 }
 
 // newFollower makes the informer of the ring's Leases, selected by the
@@ -51,7 +58,7 @@ func (a *Assigner) newFollower() (*follower, error) {
 			return leases.Watch(ctx, opts)
 		},
 	}
-	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]string{},
+	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]release{},
 		informer: toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})}
 	if _, err := f.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    f.seen,
@@ -64,8 +71,17 @@ func (a *Assigner) newFollower() (*follower, error) {
 }
 
 // run follows the Leases until ctx ends; it returns once the informer has
-// stopped.
-func (f *follower) run(ctx context.Context) { f.informer.RunWithContext(ctx) }
+// stopped. The moment of the first listing ends, a lease duration later,
+// the doubt about members whose Leases it never saw.
+func (f *follower) run(ctx context.Context) {
+	var informing sync.WaitGroup
+	informing.Go(func() { f.informer.RunWithContext(ctx) })
+	if toolscache.WaitForCacheSync(ctx.Done(), f.informer.HasSynced) {
+		f.live.Listed(f.a.s.Clock.Now())
+		f.poke()
+	}
+	informing.Wait()
+}
 
 // synced tells whether the informer has listed the Leases once.
 func (f *follower) synced() bool { return f.informer.HasSynced() }
@@ -84,7 +100,9 @@ func (f *follower) seen(obj any) {
 	if Released(lease) {
 		f.live.Forget(member)
 		f.mu.Lock()
-		f.released[member] = lease.ResourceVersion
+		if r, ok := f.released[member]; !ok || r.version != lease.ResourceVersion {
+			f.released[member] = release{version: lease.ResourceVersion, seen: f.a.s.Clock.Now()}
+		}
 		f.mu.Unlock()
 	} else {
 		f.live.Observe(member, lease.ResourceVersion, DeclaredDuration(lease), f.a.s.Clock.Now())
@@ -118,12 +136,19 @@ func (f *follower) gone(obj any) {
 	}
 }
 
-// releasedLeases are the Leases seen released and not yet deleted, by
-// member, with their resourceVersions.
-func (f *follower) releasedLeases() map[string]string {
+// staleReleases are the Leases seen released a lease duration or more
+// ago at now and not deleted yet, by member, with their resourceVersions:
+// every assigner that could have started since has seen the release.
+func (f *follower) staleReleases(now time.Time) map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return maps.Clone(f.released)
+	out := map[string]string{}
+	for member, r := range f.released {
+		if now.Sub(r.seen) >= f.a.s.LeaseDuration {
+			out[member] = r.version
+		}
+	}
+	return out
 }
 
 // poke wakes the term's loop; a wake-up already pending covers this one.

@@ -168,11 +168,12 @@ func (m *Member) renew(ctx context.Context, begin time.Time) error {
 	return nil
 }
 
-// release marks the Lease as released by its member and deletes it, each
-// write guarded by the resourceVersion last written, so that a Lease that
-// is not this process's any more is left alone. The deletion only tidies
-// up: the mark is what lets the ring move the objects at once, and the
-// assigner deletes a released Lease that is left.
+// release marks the Lease as released by its member, guarded by the
+// resourceVersion last written, so that a Lease that is not this
+// process's any more is left alone. The mark is what lets the ring move
+// the objects at once. The Lease stays for a lease duration, so that an
+// assigner that starts meanwhile learns that the member left rather than
+// wonder whether it still works; the assigner deletes it then.
 func (m *Member) release(ctx context.Context, lease *coordinationv1.Lease) error {
 	lease = lease.DeepCopy()
 	lease.Annotations[ReleasedAnnotation] = m.s.Clock.Now().UTC().Format(time.RFC3339Nano)
@@ -182,10 +183,6 @@ func (m *Member) release(ctx context.Context, lease *coordinationv1.Lease) error
 			return nil // deleted meanwhile: the ring waits for it to expire
 		}
 		return fmt.Errorf("release the Lease %s/%s: %w", m.s.Namespace, lease.Name, err)
-	}
-	err := m.c.Delete(ctx, lease, client.Preconditions{ResourceVersion: &lease.ResourceVersion})
-	if err != nil && !apierrors.IsNotFound(err) {
-		m.s.Logger.V(1).Info("The released Lease could not be deleted; the assigner deletes it.", "lease", lease.Name, "error", err.Error())
 	}
 	return nil
 }

@@ -32,6 +32,9 @@ type term struct {
 	members  []string // the live members, as last computed
 	round    int      // counts the changes of members
 	unlisted bool     // the last list of the objects failed
+	// doubting: the follower was in doubt about members it never saw
+	// when the objects were last placed; its end places them again.
+	doubting bool
 
 	// pending holds the latest sighting of every queued object: what the
 	// assigner keeps of an object is only what it has still to place.
@@ -156,18 +159,19 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	if len(dead) > 0 {
 		t.a.s.Logger.Info("Members stopped renewing their Leases; they count as dead, and their Leases are deleted.", "dead", dead)
 	}
-	if err := deleteReleased(ctx, t.a.leases.Leases(t.a.s.Namespace), t.a.s.Ring, t.f.releasedLeases()); err != nil && ctx.Err() == nil {
+	if err := deleteReleased(ctx, t.a.leases.Leases(t.a.s.Namespace), t.a.s.Ring, t.f.staleReleases(now)); err != nil && ctx.Err() == nil {
 		t.a.s.Logger.V(1).Info("Released Leases could not be deleted; they are tried again later.", "error", err.Error())
 	}
 	live := append(t.f.live.Live(now), pending...)
 	slices.Sort(live)
 	live = slices.Compact(live)
+	doubting := t.f.live.Doubting(now)
 	t.mu.Lock()
-	if t.round > 0 && slices.Equal(live, t.members) && !t.unlisted {
+	if t.round > 0 && slices.Equal(live, t.members) && !t.unlisted && doubting == t.doubting {
 		t.mu.Unlock()
 		return len(pending) > 0
 	}
-	t.members = live
+	t.members, t.doubting = live, doubting
 	t.round++
 	round := t.round
 	t.mu.Unlock()

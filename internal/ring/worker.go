@@ -86,7 +86,7 @@ func (t *term) resource(k key) metadata.ResourceInterface {
 // true if it wrote one. An object that is gone needs none. Objects being
 // deleted are placed too: their deletion handlers need an owner.
 func (t *term) place(ctx context.Context, k key, s seen, live []string) (sharding.Move, bool, error) {
-	mv, ok := sharding.Place(s.uid, s.now, live)
+	mv, ok := sharding.Place(s.uid, s.now, live, func(member string) bool { return t.f.live.Doubtful(member, t.a.s.Clock.Now()) })
 	if !ok {
 		return mv, false, nil
 	}

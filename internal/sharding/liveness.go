@@ -18,11 +18,19 @@ import (
 // own release says that it has stopped (Forget). A Lease deleted by
 // someone else stays live until its lease duration has run out, because
 // its member may still be working until it notices.
+//
+// For the same reason a new observer is in doubt, for a lease duration
+// from its first listing, about members it has never seen (Doubtful): one
+// whose Lease was deleted just before the listing may still be working.
 type Liveness struct {
 	duration time.Duration
 
 	mu   sync.Mutex
 	seen map[string]sighting
+	// since is when the observer first listed the Leases; zero before.
+	since time.Time
+	// forgotten are the members forgotten while in doubt: known gone.
+	forgotten map[string]bool
 }
 
 // sighting is a Lease's version, when this observer first saw it, and how
@@ -37,7 +45,47 @@ type sighting struct {
 // the observer's own setting, which a member's Lease can lengthen but not
 // shorten (see Observe).
 func NewLiveness(leaseDuration time.Duration) *Liveness {
-	return &Liveness{duration: leaseDuration, seen: map[string]sighting{}}
+	return &Liveness{duration: leaseDuration, seen: map[string]sighting{}, forgotten: map[string]bool{}}
+}
+
+// Listed records that the observer has listed the Leases, at now: from
+// then on it knows every member that a Lease names, and its doubt about
+// the others ends a lease duration later. Only the first call counts.
+func (l *Liveness) Listed(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.since.IsZero() {
+		l.since = now
+	}
+}
+
+// Doubting reports whether the observer is still in doubt at now about
+// members it has never seen: before a lease duration has passed since
+// its first listing (or before that listing). A member whose Lease was
+// deleted before the listing fences itself by its renew deadline after
+// its last renewal, which was before the listing: before the doubt ends.
+func (l *Liveness) Doubting(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.doubtingLocked(now)
+}
+
+func (l *Liveness) doubtingLocked(now time.Time) bool {
+	return l.since.IsZero() || now.Before(l.since.Add(l.duration))
+}
+
+// Doubtful reports whether a member that is not live may still be
+// working at now: the observer is in doubt, has never seen the member's
+// Lease, and has not forgotten it.
+func (l *Liveness) Doubtful(member string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.doubtingLocked(now) {
+		l.forgotten = nil // nobody is in doubt any more
+		return false
+	}
+	_, seen := l.seen[member]
+	return !seen && !l.forgotten[member]
 }
 
 // Observe records a member's Lease as seen at now; a new version (a
@@ -63,6 +111,9 @@ func (l *Liveness) Forget(member string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.seen, member)
+	if l.forgotten != nil {
+		l.forgotten[member] = true
+	}
 }
 
 // Live is the sorted list of members live at now.
@@ -95,13 +146,17 @@ func (l *Liveness) Expired(now time.Time) map[string]string {
 	return expired
 }
 
-// NextExpiry is when the next live member expires unless it renews, and
-// false if no member is live: when to look again.
+// NextExpiry is when the next live member expires unless it renews, or
+// the observer's doubt ends, whichever is first; false if neither is
+// ahead: when to look again.
 func (l *Liveness) NextExpiry(now time.Time) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var next time.Time
 	found := false
+	if doubtEnds := l.since.Add(l.duration); !l.since.IsZero() && doubtEnds.After(now) {
+		next, found = doubtEnds, true
+	}
 	for _, s := range l.seen {
 		at := s.at.Add(s.lasts)
 		if at.After(now) && (!found || at.Before(next)) {

@@ -118,3 +118,31 @@ func TestNextExpiry(t *testing.T) {
 		t.Errorf("NextExpiry() after a's expiry = %v, %v; want %v", got, ok, want)
 	}
 }
+
+// A new observer is in doubt, for a lease duration from its first
+// listing, about members it has never seen: one whose Lease was deleted
+// just before may still be working. Members it saw, or forgot (released,
+// confirmed dead), are not in doubt; after the doubt, none is.
+func TestDoubt(t *testing.T) {
+	l := NewLiveness(15 * time.Second)
+	if !l.Doubtful("unseen", t0) || !l.Doubting(t0) {
+		t.Error("an observer that has not listed yet is not in doubt")
+	}
+	l.Listed(t0)
+	l.Listed(t0.Add(10 * time.Second)) // only the first listing counts
+	l.Observe("seen", "1", 0, t0)
+	l.Observe("left", "1", 0, t0)
+	l.Forget("left")
+	at := t0.Add(14 * time.Second)
+	for member, want := range map[string]bool{"unseen": true, "seen": false, "left": false} {
+		if got := l.Doubtful(member, at); got != want {
+			t.Errorf("Doubtful(%s) at 14 s = %v, want %v", member, got, want)
+		}
+	}
+	if next, ok := l.NextExpiry(t0.Add(time.Second)); !ok || !next.Equal(t0.Add(15*time.Second)) {
+		t.Errorf("NextExpiry() = %v, %v; want the doubt's end at 15 s", next, ok)
+	}
+	if l.Doubtful("unseen", t0.Add(15*time.Second)) || l.Doubting(t0.Add(15*time.Second)) {
+		t.Error("still in doubt a lease duration after the first listing")
+	}
+}

@@ -35,22 +35,28 @@ type Move struct {
 }
 
 // Place decides the assigner's write for one object, given the live
-// members (sorted or not); false: nothing to write.
+// members (sorted or not) and which members that are not live may still
+// be working (doubtful; nil: none); false: nothing to write.
 //
 // The grant, not the owner label, tells who may be working on the object:
 // only the assigner and an acknowledging owner write it, while a label can
 // be edited by anyone. An object granted to nobody live (new, or its
 // member's Lease released, or expired and confirmed so) gets its owner at
-// once: nobody works on it. An object granted to a live member stays with
-// that member until it lets go: if the label was changed under it, the
-// label is put back; if hashing wants another member, the granted one is
-// asked to hand it over. Without live members nothing moves.
-func Place(uid string, p Placement, live []string) (Move, bool) {
+// once: nobody works on it. One granted to a member that is not live but
+// may still be working (a new assigner's doubt about a member it never
+// saw) waits. An object granted to a live member stays with that member
+// until it lets go: if the label was changed under it, the label is put
+// back; if hashing wants another member, the granted one is asked to
+// hand it over. Without live members nothing moves.
+func Place(uid string, p Placement, live []string, doubtful func(member string) bool) (Move, bool) {
 	want := Owner(uid, live)
+	granted := slices.Contains(live, p.Granted)
 	switch {
 	case want == "":
 		return Move{}, false
-	case !slices.Contains(live, p.Granted):
+	case !granted && p.Granted != "" && doubtful != nil && doubtful(p.Granted):
+		return Move{}, false
+	case !granted:
 		return Move{Owner: want}, true
 	case p.Owner != p.Granted:
 		mv := Move{Owner: p.Granted}

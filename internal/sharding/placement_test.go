@@ -15,6 +15,7 @@ func TestPlace(t *testing.T) {
 		other = "member-b"
 	}
 	owned := func(m string) Placement { return Placement{Owner: m, Granted: m} }
+	doubtful := func(m string) bool { return m == "member-unseen" }
 	tests := []struct {
 		name  string
 		p     Placement
@@ -22,6 +23,8 @@ func TestPlace(t *testing.T) {
 		want  Move
 		write bool
 	}{
+		{"an object of a member the assigner never saw, while it is in doubt, waits", owned("member-unseen"), live, Move{}, false},
+		{"a label edited away from a member in doubt waits too", Placement{Owner: other, Granted: "member-unseen"}, live, Move{}, false},
 		{"a new object gets its owner at once", Placement{}, live, Move{Owner: hashed}, true},
 		{"an object of a dead member gets its owner at once", owned("member-gone"), live, Move{Owner: hashed}, true},
 		{"a dead member's object gets its owner at once, its handover request dropped",
@@ -47,7 +50,7 @@ func TestPlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, write := Place(uid, tt.p, tt.live)
+			got, write := Place(uid, tt.p, tt.live, doubtful)
 			if write != tt.write {
 				t.Errorf("Place() writes = %v, want %v", write, tt.write)
 			}

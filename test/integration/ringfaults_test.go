@@ -114,3 +114,51 @@ func TestAssignerHonoursAMembersLongerLease(t *testing.T) {
 		t.Errorf("the stalled member: Start() = %v, want %v", err, ring.ErrMembershipLost)
 	}
 }
+
+// An assigner that starts after a member's Lease was deleted by hand has
+// never seen that member, which may still be working: it leaves the
+// member's objects alone for a lease duration from its first listing. A
+// member that released its Lease is known to have left, since a released
+// Lease stays a while: its objects move at once.
+func TestANewAssignerDoubtsOnlyMembersItNeverSaw(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	m1, m2, m3, stop2, stop3 := startThree(t, ns, nil)
+	_, stopA := startAssigner(t, ns, "assigner-a", ringLease)
+	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
+	stopA()
+	before := placements(t, ns)
+
+	if err := stop2(); err != nil {
+		t.Fatalf("the leaving member: %v", err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m3.LeaseName()}}
+	if err := env.Client.Delete(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	startAssigner(t, ns, "assigner-b", ringLease)
+	ownedBy := func(member string) (moved, stayed int) {
+		for name, p := range placements(t, ns) {
+			if before[name].owner != member {
+				continue
+			}
+			if p.owner == member {
+				stayed++
+			} else {
+				moved++
+			}
+		}
+		return moved, stayed
+	}
+	eventually(t, "the objects of the member that left move", func() bool {
+		_, stayed := ownedBy(m2.Name())
+		return stayed == 0
+	})
+	if moved, _ := ownedBy(m3.Name()); moved > 0 {
+		t.Errorf("%d objects of the member whose Lease was deleted moved with those of the member that left", moved)
+	}
+	eventually(t, "every object owned by the one live member", ownedAsHashed(t, ns, 30, names(m1)))
+	if err := stop3(); !errors.Is(err, ring.ErrLeaseDeleted) {
+		t.Errorf("the member whose Lease was deleted: Start() = %v, want %v", err, ring.ErrLeaseDeleted)
+	}
+}
