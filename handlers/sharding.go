@@ -30,6 +30,15 @@ func ShardOwnerLabel(namespace, ringName string) string {
 	return ring.KeysOf(namespace, ringName).Owner
 }
 
+// ShardGrantAnnotation is the key of the annotation beside the owner
+// label that names the member the ring gave the object to:
+// "<namespace>.shard.kopf.dev/<ring>-granted". A member works on an object
+// only while the owner label and this annotation both name it; the ring
+// puts an owner label edited by hand back to the granted member.
+func ShardGrantAnnotation(namespace, ringName string) string {
+	return ring.KeysOf(namespace, ringName).Granted
+}
+
 // ShardMembers maps the names of a ring's members (the values of its
 // owner labels) to the identities of the replicas that hold them, as the
 // members' Leases in namespace say; a member name is a short hash, since

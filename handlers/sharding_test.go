@@ -14,12 +14,13 @@ import (
 	"github.com/kopf-go/kopf/internal/ring"
 )
 
-// The owner label is a wire name: owner labels written by one version are
+// The owner label and the grant are wire names: owner labels written by one version are
 // read by the next, so the values are pinned.
 func TestShardOwnerLabel(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{ShardOwnerLabel("kopf-system", "main"), "kopf-system.shard.kopf.dev/main"},
 		{ShardOwnerLabel("default", "e2e"), "default.shard.kopf.dev/e2e"},
+		{ShardGrantAnnotation("kopf-system", "main"), "kopf-system.shard.kopf.dev/main-granted"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

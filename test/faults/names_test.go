@@ -7,8 +7,10 @@ import "github.com/kopf-go/kopf/handlers"
 // library's API and change with it: the owner label's key is namespaced
 // by the Leases' namespace (e.g. kopf-system.shard.kopf.dev/main).
 type wireNames struct {
-	// ownerLabel is the key of the label naming an object's owner.
-	ownerLabel string
+	// ownerLabel is the key of the label naming an object's owner, and
+	// grantAnnotation the key of the annotation naming the member the
+	// ring gave it to.
+	ownerLabel, grantAnnotation string
 	// memberLeasePrefix starts every member Lease's name; the rest is the
 	// member's name, the owner label's value.
 	memberLeasePrefix string
@@ -21,6 +23,7 @@ type wireNames struct {
 func ringWireNames(leaseNS, ring string) wireNames {
 	return wireNames{
 		ownerLabel:        handlers.ShardOwnerLabel(leaseNS, ring),
+		grantAnnotation:   handlers.ShardGrantAnnotation(leaseNS, ring),
 		memberLeasePrefix: "kopf-shard-" + ring + "-",
 		ringLabel:         "shard.kopf.dev/ring",
 		assignerLease:     "kopf-shard-" + ring,

@@ -173,12 +173,17 @@ func (s *suite) settle(bound func(kind string) time.Duration) {
 // objects saw one of them taken over.
 func (s *suite) takenOver() bool {
 	for _, t := range s.check().Takeovers {
-		if t.Objects > t.Gone && t.Moved == 0 {
+		if t.Objects > t.Gone && t.Moved == 0 && takesOver(t.Fault.Kind) {
 			return false
 		}
 	}
 	return true
 }
+
+// takesOver tells the faults after which others must take the victim's
+// objects over. An owner label edited by hand must not move the object:
+// the ring puts the label back (editLabel waits for that).
+func takesOver(kind string) bool { return kind != faultlog.LabelEdited }
 
 // halt stops the driver and every replica (SIGKILL: nothing of theirs
 // runs after); it is also the test's cleanup, should it stop early.
@@ -224,7 +229,7 @@ func (s *suite) judge(rep checker.Report, bound func(kind string) time.Duration,
 		switch {
 		case x.Objects == 0 && strict:
 			t.Errorf("%s: the victim was active on no object; the fault tested nothing", rep.Entry(x.Fault))
-		case x.Objects > x.Gone && x.Moved == 0:
+		case x.Objects > x.Gone && x.Moved == 0 && takesOver(x.Fault.Kind):
 			t.Errorf("%s: none of the victim's %d objects was taken over", rep.Entry(x.Fault), x.Objects-x.Gone)
 		case x.Moved > 0 && x.First > bound(x.Fault.Kind):
 			t.Errorf("%s: taken over after %s, more than %s", rep.Entry(x.Fault), x.First, bound(x.Fault.Kind))
