@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kopf-go/kopf/test/testenv"
 )
@@ -26,35 +24,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-// runMain starts the control plane, runs the tests and stops it again; it
-// returns the exit code.
-func runMain(m *testing.M) int {
-	ctrllog.SetLogger(logr.Discard())
-	tmp, err := os.MkdirTemp("", "kopf-cli-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	env, err = testenv.Start(testenv.PeeringCRDs()...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := 1
-	if kubeconfig, err = env.KubeconfigFile(tmp); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, fmt.Errorf("stop the control plane: %w", err))
-		code = 1
-	}
-	return code
+	os.Exit(testenv.Main(m, "cli", testenv.PeeringCRDs(), func(f *testenv.Fixture) error {
+		env, kubeconfig = f.Env, f.Kubeconfig
+		return nil
+	}))
 }
 
 // result is what one run of the command did.

@@ -11,9 +11,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -26,45 +23,16 @@ var (
 	binDir string
 )
 
+// TestMain builds the examples and runs the tests against one control
+// plane. The peering CRDs are there, as in a cluster with peering; the
+// examples run standalone, so they must not matter.
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-// runMain sets up the package's fixtures, runs the tests, and tears the
-// fixtures down again; it returns the exit code.
-func runMain(m *testing.M) int {
-	// envtest logs through controller-runtime's logger; the tests log the
-	// operators' output instead.
-	ctrllog.SetLogger(logr.Discard())
-	tmp, err := os.MkdirTemp("", "kopf-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	binDir = filepath.Join(tmp, "bin")
-	if err := buildExamples(binDir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The peering CRDs are there, as in a cluster with peering; the
-	// examples run standalone, so they must not matter.
-	env, err = testenv.Start(append([]string{testenv.ExampleCRD()}, testenv.PeeringCRDs()...)...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := 1
-	if kubeconfig, err = env.KubeconfigFile(tmp); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, fmt.Errorf("stop the control plane: %w", err))
-		code = 1
-	}
-	return code
+	crds := append([]string{testenv.ExampleCRD()}, testenv.PeeringCRDs()...)
+	os.Exit(testenv.Main(m, "e2e", crds, func(f *testenv.Fixture) error {
+		env, kubeconfig = f.Env, f.Kubeconfig
+		binDir = filepath.Join(f.Dir, "bin")
+		return buildExamples(binDir)
+	}))
 }
 
 // buildExamples builds every example (each directory of examples/ with a

@@ -17,9 +17,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -31,45 +28,21 @@ var fixtures struct {
 	kubeconfig string
 	// probe is the built probe operator.
 	probe string
-	tmp   string
 }
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-// runMain starts the control plane with the example CRD and the peering
-// CRDs (the second ring's peering needs them), builds the probe, runs
-// the tests, and tears everything down; it returns the exit code.
-func runMain(m *testing.M) int {
-	ctrllog.SetLogger(logr.Discard())
-	tmp, err := os.MkdirTemp("", "kopf-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	fixtures.tmp = tmp
-	fixtures.probe = filepath.Join(tmp, "probe")
-	build := exec.Command("go", "build", "-o", fixtures.probe, "./test/faults/probe")
-	build.Dir = testenv.Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the probe: %v\n%s", err, out)
-		return 1
-	}
-	env, err := testenv.Start(append([]string{testenv.ExampleCRD()}, testenv.PeeringCRDs()...)...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fixtures.env = env
-	code := 1
-	if fixtures.kubeconfig, err = env.KubeconfigFile(tmp); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, fmt.Errorf("stop the control plane: %w", err))
-		code = 1
-	}
-	return code
+// TestMain runs the tests against one control plane with the example CRD
+// and the peering CRDs (the second ring's peering needs them), with the
+// probe built.
+func TestMain(m *testing.M) {
+	crds := append([]string{testenv.ExampleCRD()}, testenv.PeeringCRDs()...)
+	os.Exit(testenv.Main(m, "faults", crds, func(f *testenv.Fixture) error {
+		fixtures.env, fixtures.kubeconfig = f.Env, f.Kubeconfig
+		fixtures.probe = filepath.Join(f.Dir, "probe")
+		build := exec.Command("go", "build", "-o", fixtures.probe, "./test/faults/probe")
+		build.Dir = testenv.Root()
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("build the probe: %w\n%s", err, out)
+		}
+		return nil
+	}))
 }

@@ -5,10 +5,15 @@
 package testenv
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kopf-go/kopf/pkg/kopftest"
 )
@@ -57,4 +62,49 @@ func FreeAddress(t testing.TB) string {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().String()
+}
+
+// Fixture is what Main sets up for a test binary: a temporary directory
+// (removed afterwards), a control plane and a kubeconfig file for it, for
+// operators run as processes.
+type Fixture struct {
+	Dir        string
+	Env        *Env
+	Kubeconfig string
+}
+
+// Main is a TestMain's body for a test binary with one control plane: it
+// starts the control plane with crds, hands the fixture to setup (which
+// keeps what the tests need and may build binaries into its Dir), runs the
+// tests, and stops everything. It returns the exit code; a failing setup
+// or stop fails the run.
+func Main(m *testing.M, name string, crds []string, setup func(*Fixture) error) int {
+	// envtest logs through controller-runtime's logger; the tests report
+	// what they see themselves.
+	ctrllog.SetLogger(logr.Discard())
+	dir, err := os.MkdirTemp("", "kopf-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	env, err := Start(crds...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := 1
+	f := &Fixture{Dir: dir, Env: env}
+	if f.Kubeconfig, err = env.KubeconfigFile(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else if err := setup(f); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, fmt.Errorf("stop the control plane: %w", err))
+		code = 1
+	}
+	return code
 }
