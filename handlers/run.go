@@ -25,6 +25,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/reactor"
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // Flags are the standalone runner's command line, as Kopf's `kopf run`.
@@ -38,7 +39,8 @@ type Flags struct {
 	// Dev sets the priority to 666, to pause other operators while
 	// developing (Kopf's --dev).
 	Dev bool
-	// Namespaces to serve; none means cluster-wide.
+	// Namespaces are the patterns of the namespaces to serve, one per
+	// flag (docs/scopes.md); none means cluster-wide.
 	Namespaces []string
 	// AllNamespaces serves the whole cluster (the default when no
 	// namespace is given).
@@ -74,8 +76,8 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.IntVar(&f.Priority, "priority", 0, "the peering priority")
 	fs.IntVar(&f.Priority, "p", 0, "short for --priority")
 	fs.BoolVar(&f.Dev, "dev", false, "development mode: priority 666")
-	fs.Var((*stringList)(&f.Namespaces), "namespace", "a namespace to serve (repeatable)")
-	fs.Var((*stringList)(&f.Namespaces), "n", "short for --namespace")
+	fs.Var((*patternList)(&f.Namespaces), "namespace", "a namespace pattern to serve (repeatable; globs, !negations, comma lists)")
+	fs.Var((*patternList)(&f.Namespaces), "n", "short for --namespace")
 	fs.BoolVar(&f.AllNamespaces, "all-namespaces", false, "serve the whole cluster")
 	fs.BoolVar(&f.AllNamespaces, "A", false, "short for --all-namespaces")
 	fs.BoolVar(&f.Verbose, "verbose", false, "log debug lines too")
@@ -281,16 +283,17 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// stringList is a repeatable string flag; commas also separate values.
-type stringList []string
+// patternList is a repeatable flag of namespace patterns. A comma does
+// not separate values: it separates the globs of one pattern, as in
+// Kopf (docs/scopes.md).
+type patternList []string
 
-func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *patternList) String() string { return strings.Join(*l, " ") }
 
-func (l *stringList) Set(v string) error {
-	for _, part := range strings.Split(v, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			*l = append(*l, part)
-		}
+func (l *patternList) Set(v string) error {
+	if _, err := scopes.ParsePattern(v); err != nil {
+		return err
 	}
+	*l = append(*l, v)
 	return nil
 }

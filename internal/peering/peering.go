@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopf-go/kopf/internal/freeze"
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // Mode is how an operator takes part in peering.
@@ -50,6 +51,10 @@ type Settings struct {
 	// ClusterKopfPeering, while namespaced operators use the KopfPeering in
 	// each of their namespaces.
 	Namespaces []string
+	// Served, if set, are served namespaces that change at runtime (from
+	// patterns with globs); it replaces Namespaces, and the KopfPeering of
+	// each namespace is used while it is served.
+	Served *scopes.Served
 	// Identity of this operator among its peers; default: Identity(false).
 	Identity string
 	// Ring is the shard ring this operator is a member of, if any: its
@@ -95,7 +100,7 @@ func New(cfg *rest.Config, s Settings, toggle *freeze.Toggle) (*Peering, error) 
 		return nil, fmt.Errorf("create a discovery client for peering: %w", err)
 	}
 	p := &Peering{s: s, dyn: dyn, disco: disco, toggle: toggle}
-	if s.Mode == ModeMandatory {
+	if s.Mode == ModeMandatory && s.Served == nil {
 		// Mandatory peering starts frozen: nothing runs until the peering
 		// object has been seen without conflicts.
 		for _, t := range p.targets() {
@@ -121,22 +126,16 @@ func (p *Peering) Start(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
+	if p.s.Served != nil {
+		return p.follow(ctx, p.s.Served)
+	}
 	targets := p.targets()
 	if !p.waitForCRD(ctx, targets[0].Resource()) {
 		return nil
 	}
 	var wg sync.WaitGroup
 	for _, t := range targets {
-		w := &watcher{p: p, t: t}
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			w.watch(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			p.keepalive(ctx, t)
-		}()
+		p.runTarget(ctx, t, &wg)
 	}
 	wg.Wait()
 	// Leaving: a record with no lifetime is a removal (status.<id>: null).
@@ -146,6 +145,21 @@ func (p *Peering) Start(ctx context.Context) error {
 		p.touch(leave, t, 0)
 	}
 	return nil
+}
+
+// runTarget watches the target's peering object and keeps this
+// operator's record in it alive until ctx is done.
+func (p *Peering) runTarget(ctx context.Context, t Target, wg *sync.WaitGroup) {
+	w := &watcher{p: p, t: t}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		w.watch(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		p.keepalive(ctx, t)
+	}()
 }
 
 // waitForCRD checks that the peering CRD is served. Without it, automatic

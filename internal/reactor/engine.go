@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/indexing"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // engine runs the kinds' controllers on a cache of their own, and stops
@@ -39,7 +41,11 @@ type engine struct {
 	kinds   []*reconciler
 	sup     *daemons.Supervisor
 	toggle  *freeze.Toggle
-	cacheOf func() (cache.Cache, error)
+	// cacheOf makes a run's cache of the given namespaces (none: the
+	// whole cluster).
+	cacheOf func(namespaces []string) (cache.Cache, error)
+	// served are the namespaces served now.
+	served *scopes.Served
 	wrap    func(client.Client) client.Client
 	indices *indexing.Indices
 	reg     *registry.Registry
@@ -93,63 +99,124 @@ func (e *engine) Start(ctx context.Context) error {
 		if frozen, reason := e.toggle.Frozen(); frozen && first {
 			e.log.Info("The operator starts frozen, and waits.", "reason", reason)
 		}
+		first = false
 		if err := e.toggle.WaitFor(ctx, false); err != nil {
 			return nil
 		}
-		if !first {
-			e.log.Info("Resuming the watch-streams after the pause; listing everything afresh.")
-		}
-		first = false
 		e.sup.Resume()
-		frozen, err := e.runUntilFrozen(ctx)
+		end, err := e.runUntilChanged(ctx)
 		if err != nil {
 			return err
 		}
-		if !frozen {
+		switch end {
+		case runStopped:
 			return nil
+		case runRescoped:
+			e.dropUnserved()
+			continue
 		}
 		_, reason := e.toggle.Frozen()
 		e.log.Info("Pausing the watch-streams.", "blockers", reason)
 		e.sup.Pause()
+		if err := e.toggle.WaitFor(ctx, false); err != nil {
+			return nil
+		}
+		e.log.Info("Resuming the watch-streams after the pause; listing everything afresh.")
 	}
 }
 
-// runUntilFrozen runs the controllers until the operator freezes (true)
-// or stops (false), and returns once all of them have stopped.
-func (e *engine) runUntilFrozen(ctx context.Context) (bool, error) {
+// runEnd is why a run of the controllers ended.
+type runEnd int32
+
+const (
+	// runStopped: the operator stops.
+	runStopped runEnd = iota
+	// runFrozen: the operator freezes; the next run lists everything
+	// afresh once it runs again.
+	runFrozen
+	// runRescoped: the served namespaces changed; the next run's cache
+	// watches the new ones (docs/scopes.md).
+	runRescoped
+)
+
+// runUntilChanged runs the controllers until the operator stops, freezes
+// or serves other namespaces, and returns once all of them have stopped.
+func (e *engine) runUntilChanged(ctx context.Context) (runEnd, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	frozen := make(chan struct{})
+	var end atomic.Int32
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		if e.toggle.WaitFor(runCtx, true) == nil {
-			close(frozen)
+			end.CompareAndSwap(0, int32(runFrozen))
 			cancel()
 		}
 	}()
-	err := e.run(runCtx)
+	err := e.run(runCtx, func() {
+		end.CompareAndSwap(0, int32(runRescoped))
+		cancel()
+	})
 	cancel()
 	wg.Wait()
-	select {
-	case <-frozen:
-		return ctx.Err() == nil, err
-	default:
-		return false, err
+	if ctx.Err() != nil {
+		return runStopped, err
+	}
+	return runEnd(end.Load()), err
+}
+
+// dropUnserved forgets the remembered objects of the namespaces that are
+// no longer served, and stops their daemons as for deleted objects: a
+// namespace leaves the served set when it is gone, with its objects.
+func (e *engine) dropUnserved() {
+	if e.served.All() {
+		return
+	}
+	served, _ := e.served.Now()
+	for _, r := range e.kinds {
+		for _, key := range r.memories.keys() {
+			if key.Namespace == "" || slices.Contains(served, key.Namespace) {
+				continue
+			}
+			if uid := r.memories.forget(key); uid != "" {
+				e.sup.Gone(uid)
+			}
+		}
 	}
 }
 
-// run builds a fresh cache and fresh controllers, runs them until ctx is
-// done, and waits for all of them. The cache waits for the ownership to be
-// ready: a ring member's selects its share by its name in the ring.
-func (e *engine) run(ctx context.Context) error {
-	select {
-	case <-e.own.ready():
-	case <-ctx.Done():
+// run builds a fresh cache of the served namespaces and fresh
+// controllers, runs them until ctx is done, and waits for all of them; it
+// calls rescope when the served namespaces change. The cache waits for
+// the ownership to be ready (a ring member's selects its share by its
+// name in the ring) and for the served namespaces to be known.
+func (e *engine) run(ctx context.Context, rescope func()) error {
+	for _, ready := range []<-chan struct{}{e.own.ready(), e.served.Ready()} {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	namespaces, changed := e.served.Now()
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		select {
+		case <-changed:
+			rescope()
+		case <-ctx.Done():
+		}
+	}()
+	if !e.served.All() && len(namespaces) == 0 {
+		e.log.Info("No namespace is served now; waiting for one that matches.", "patterns", e.settings.Namespaces)
+		<-ctx.Done()
 		return nil
 	}
-	c, err := e.cacheOf()
+	c, err := e.cacheOf(namespaces)
 	if err != nil {
 		return fmt.Errorf("create the cache: %w", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // Installed is what Setup gives back: the prober of the probe handlers
@@ -65,26 +66,41 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	if s.Peering.Identity == "" {
 		s.Peering.Identity = peering.Identity(false, s.Clock.Now())
 	}
+	served, watch, err := servedNamespaces(mgr, s.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	names, _ := served.Now()
 	if s.Sharding.Ring != "" {
+		if watch != nil {
+			return nil, fmt.Errorf("shard ring %q: namespace patterns with globs are not supported with sharding yet; name the namespaces exactly", s.Sharding.Ring)
+		}
 		if s.Sharding.Namespace == "" {
-			s.Sharding.Namespace = leaseNamespace(s.Namespaces)
+			s.Sharding.Namespace = leaseNamespace(names)
 		}
 		// Peers tell rings apart by namespace and name, as the ring's
 		// keys do.
 		s.Peering.Ring = ring.ID(s.Sharding.Namespace, s.Sharding.Ring)
 	}
-	eng, err := newEngine(mgr, reg, s)
+	eng, err := newEngine(mgr, reg, s, served)
 	if err != nil {
 		return nil, err
 	}
 	ps := s.Peering
-	ps.Namespaces, ps.Clock, ps.Logger = s.Namespaces, s.Clock, mgr.GetLogger().WithName("peering")
+	ps.Namespaces, ps.Clock, ps.Logger = names, s.Clock, mgr.GetLogger().WithName("peering")
+	if watch != nil {
+		ps.Served = served
+	}
 	peers, err := peering.New(mgr.GetConfig(), ps, eng.toggle)
 	if err != nil {
 		return nil, err
 	}
 	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle, ring: s.Sharding.Ring}
-	runnables, err := eng.own.runnables(eng, []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics})
+	base := []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics}
+	if watch != nil {
+		base = append(base, watch)
+	}
+	runnables, err := eng.own.runnables(eng, base)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +117,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 }
 
 // newEngine makes the engine, its supervisor and its kinds' reconcilers.
-func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine, error) {
+func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *scopes.Served) (*engine, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("create a discovery client: %w", err)
@@ -123,7 +139,8 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 	if s.Sharding.Ring != "" {
 		// The member's Lease is written without the bound of its writes
 		// to objects: it is what extends them.
-		if own, err = newRingShare(mgr, direct, s); err != nil {
+		names, _ := served.Now() // fixed: patterns with globs are refused
+		if own, err = newRingShare(mgr, direct, s, names); err != nil {
 			return nil, err
 		}
 	}
@@ -142,7 +159,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings) (*engine
 		Observer:       daemonMetrics{},
 	})
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
-		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, s.Namespaces, own), own: own}
+		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own), own: own, served: served}
 	for _, kind := range reg.Kinds {
 		gvk := kind.GVK
 		if gvk.Empty() {
@@ -189,8 +206,8 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 //
 // A ring's member caches only the objects it owns, selected by their owner
 // label: its memory holds its share, not the kind.
-func runCache(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string, own ownership) func() (cache.Cache, error) {
-	return func() (cache.Cache, error) {
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, own ownership) func(namespaces []string) (cache.Cache, error) {
+	return func(namespaces []string) (cache.Cache, error) {
 		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
 			DefaultTransform: cache.TransformStripManagedFields(), DefaultLabelSelector: own.cacheSelector()}
 		if len(namespaces) > 0 {

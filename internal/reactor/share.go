@@ -37,7 +37,7 @@ type ringShare struct {
 // newRingShare prepares the membership of the replica in its ring; c
 // writes the member's Lease, without the bound of its writes to objects
 // (the Lease is what extends them).
-func newRingShare(mgr manager.Manager, c client.Client, s Settings) (*ringShare, error) {
+func newRingShare(mgr manager.Manager, c client.Client, s Settings, namespaces []string) (*ringShare, error) {
 	log := mgr.GetLogger().WithName("ring")
 	sh := s.Sharding
 	member, err := ring.NewMember(c, ring.Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
@@ -48,7 +48,7 @@ func newRingShare(mgr manager.Manager, c client.Client, s Settings) (*ringShare,
 	return &ringShare{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: s.Clock, log: log,
 		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
 			LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewPeriod: sh.RenewPeriod,
-			Workers: sh.AssignerWorkers, Namespaces: s.Namespaces, Logger: log.WithName("assigner"),
+			Workers: sh.AssignerWorkers, Namespaces: namespaces, Logger: log.WithName("assigner"),
 			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
 }
 

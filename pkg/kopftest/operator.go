@@ -64,7 +64,7 @@ func (e *Env) NewOperatorOn(t testing.TB, cfg *rest.Config, namespace string, re
 	if err != nil {
 		t.Fatalf("create a manager: %v", err)
 	}
-	if opts.Namespaces == nil { // an empty, non-nil list serves the whole cluster
+	if opts.Namespaces == nil && namespace != "" { // an empty, non-nil list serves the whole cluster
 		opts.Namespaces = []string{namespace}
 	}
 	if err := handlers.SetupWithManager(mgr, reg, opts); err != nil {
