@@ -215,3 +215,40 @@ func scopedUser(t *testing.T, ns string) *rest.Config {
 	}
 	return user.Config()
 }
+
+// Peering with a pattern follows the served namespaces: a namespace that
+// appears is peered in, so that a higher-priority peer there freezes the
+// operator; once that namespace is gone, it no longer does.
+func TestNamespacePatternPeersInEachServedNamespace(t *testing.T) {
+	checkLeaks(t)
+	prefix := fmt.Sprintf("peer%d", time.Now().UnixNano()%100000)
+	first, second := prefix+"-a", prefix+"-b"
+	namespace(t, first)
+	createPeering(t, first, "default")
+	reg, kind := kex()
+	var served servedCreates
+	served.register(kind)
+	op := env.StartOperator(t, "", reg, handlers.Options{Identity: "go-operator", Namespaces: []string{prefix + "-*"}}, wholeClusterCache)
+	eventually(t, "the operator's record is in the first namespace's peering", func() bool {
+		_, ok := peers(t, first, "default")["go-operator"]
+		return ok
+	})
+
+	namespace(t, second)
+	createPeering(t, second, "default")
+	eventually(t, "the operator's record is in the new namespace's peering", func() bool {
+		_, ok := peers(t, second, "default")["go-operator"]
+		return ok
+	})
+	setPeer(t, second, "default", "python-operator", kopfRecord(100, 60))
+	eventually(t, "the operator freezes for the peer in the new namespace", func() bool {
+		return len(op.Logs.Messages("Pausing the watch-streams.")) == 1
+	})
+
+	removeNamespace(t, second)
+	eventually(t, "the operator runs again once that namespace is gone", func() bool {
+		return len(op.Logs.Messages("Resuming the watch-streams after the pause; listing everything afresh.")) == 1
+	})
+	create(t, exampleObject(t, first))
+	eventually(t, "objects are handled again", func() bool { return served.createdIn(first) })
+}
