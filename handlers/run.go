@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -133,11 +134,16 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return err
 	}
-	mgr, err := manager.New(cfg, runnerManagerOptions(logger, f, opts))
+	opts = withFlags(opts, f)
+	mopts, err := runnerManagerOptions(logger, f, opts)
+	if err != nil {
+		return err
+	}
+	mgr, err := manager.New(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
-	installed, err := setup(mgr, reg, withFlags(opts, f))
+	installed, err := setup(mgr, reg, opts)
 	if err != nil {
 		return err
 	}
@@ -174,8 +180,23 @@ func runManager(ctx context.Context, mgr manager.Manager, lost <-chan struct{}) 
 	}
 }
 
-// runnerManagerOptions configure the runner's own manager.
-func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) manager.Options {
+// runnerManagerOptions configure the runner's own manager. Its cache,
+// which handlers read through (Client), holds only the served namespaces
+// when they are named exactly, so that a namespaced operator needs only
+// namespaced RBAC. (With patterns, handlers read through the engine's
+// cache, which follows them: docs/scopes.md.)
+func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) (manager.Options, error) {
+	namespaces, err := scopes.ParseNamespaces(opts.Namespaces)
+	if err != nil {
+		return manager.Options{}, fmt.Errorf("invalid namespaces: %w", err)
+	}
+	var cacheOpts cache.Options
+	if namespaces.Exact() {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces.Names() {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	// Run may run again in one process, e.g. in tests: its controllers'
 	// names need not be unique (they only label controller-runtime's
 	// metrics, and the engine's controllers skip the check anyway).
@@ -193,7 +214,8 @@ func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) manager.Opt
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
 		WebhookServer:           webhook.NewServer(opts.WebhookServer),
-	}
+		Cache:                   cacheOpts,
+	}, nil
 }
 
 // withFlags returns the options with the command line's namespaces and

@@ -46,6 +46,8 @@ type engine struct {
 	cacheOf func(namespaces []string) (cache.Cache, error)
 	// served are the namespaces served now.
 	served *scopes.Served
+	// runCache is the current run's cache; nil between runs.
+	runCache atomic.Pointer[cache.Cache]
 	wrap    func(client.Client) client.Client
 	indices *indexing.Indices
 	reg     *registry.Registry
@@ -220,6 +222,8 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	if err != nil {
 		return fmt.Errorf("create the cache: %w", err)
 	}
+	e.runCache.Store(&c)
+	defer e.runCache.Store(nil)
 	ctrls, err := e.controllers(c)
 	defer func() {
 		for _, r := range e.kinds {

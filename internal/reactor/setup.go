@@ -54,9 +54,6 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	if err := metrics.Register(); err != nil {
 		return nil, fmt.Errorf("register the metrics: %w", err)
 	}
-	if s.Client == nil {
-		s.Client = mgr.GetClient()
-	}
 	if s.Poster == nil {
 		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
 			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
@@ -71,6 +68,17 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 		return nil, err
 	}
 	names, _ := served.Now()
+	// Handlers read through the manager's cache, unless the served
+	// namespaces follow patterns, which it cannot follow.
+	var following *servedClient
+	switch {
+	case s.Client != nil:
+	case watch != nil:
+		following = &servedClient{Client: mgr.GetClient()}
+		s.Client = following
+	default:
+		s.Client = mgr.GetClient()
+	}
 	if s.Sharding.Ring != "" {
 		if watch != nil {
 			return nil, fmt.Errorf("shard ring %q: namespace patterns with globs are not supported with sharding yet; name the namespaces exactly", s.Sharding.Ring)
@@ -85,6 +93,9 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	eng, err := newEngine(mgr, reg, s, served)
 	if err != nil {
 		return nil, err
+	}
+	if following != nil {
+		following.eng = eng
 	}
 	ps := s.Peering
 	ps.Namespaces, ps.Clock, ps.Logger = names, s.Clock, mgr.GetLogger().WithName("peering")
