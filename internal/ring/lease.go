@@ -174,17 +174,35 @@ func (m *Member) renew(ctx context.Context, begin time.Time) error {
 // the objects at once. The Lease stays for a lease duration, so that an
 // assigner that starts meanwhile learns that the member left rather than
 // wonder whether it still works; the assigner deletes it then.
+//
+// A Lease that changed since the member last wrote it (a renewal that
+// succeeded while its caller gave up on it, say) is read again, and
+// released if it is still the member's; one that is someone else's now
+// is left alone.
 func (m *Member) release(ctx context.Context, lease *coordinationv1.Lease) error {
-	lease = lease.DeepCopy()
-	lease.Annotations[ReleasedAnnotation] = m.s.Clock.Now().UTC().Format(time.RFC3339Nano)
-	lease.Spec.HolderIdentity = nil // leader election's sign of a free Lease, for the tools that show it
-	if err := m.c.Update(ctx, lease); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: the ring waits for it to expire
+	for attempt := 0; ; attempt++ {
+		lease = lease.DeepCopy()
+		lease.Annotations[ReleasedAnnotation] = m.s.Clock.Now().UTC().Format(time.RFC3339Nano)
+		lease.Spec.HolderIdentity = nil // leader election's sign of a free Lease, for the tools that show it
+		err := m.c.Update(ctx, lease)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil // or deleted meanwhile: the ring waits for it to expire
+		case !apierrors.IsConflict(err) || attempt >= 2:
+			return fmt.Errorf("release the Lease %s/%s: %w", m.s.Namespace, lease.Name, err)
 		}
-		return fmt.Errorf("release the Lease %s/%s: %w", m.s.Namespace, lease.Name, err)
+		fresh := &coordinationv1.Lease{}
+		if err := m.c.Get(ctx, client.ObjectKeyFromObject(lease), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("read the Lease %s/%s again: %w", m.s.Namespace, lease.Name, err)
+		}
+		if !m.ours(fresh) {
+			return nil // taken over or released: not this member's to release
+		}
+		lease = fresh
 	}
-	return nil
 }
 
 // renewTime is when a Lease was last renewed; the zero time if never.

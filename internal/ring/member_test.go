@@ -433,3 +433,42 @@ func TestLeaseSeconds(t *testing.T) {
 		}
 	}
 }
+
+// A member's release of a Lease that changed since its last renewal (a
+// renewal that landed after its caller gave up on it, or an edit of
+// someone else's) reads it again and releases it if it is still the
+// member's; one taken over by another process is left alone.
+func TestReleaseOfALeaseThatChangedMeanwhile(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		edit     func(*coordinationv1.Lease)
+		released bool
+	}{
+		{"still the member's", func(l *coordinationv1.Lease) { l.Labels["edited"] = "yes" }, true},
+		{"taken over", func(l *coordinationv1.Lease) { l.Annotations[IncarnationAnnotation] = "ffffffffffffffff" }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			checkLeaks(t)
+			fc := clocktesting.NewFakeClock(t0)
+			c := fake.NewClientBuilder().Build()
+			m, cancel, result := started(t, c, settings(fc))
+			joined(t, m)
+			cancel()
+			if err := result(); err != nil {
+				t.Fatal(err)
+			}
+			lease, _ := leaseOf(t, c, m)
+			tt.edit(lease)
+			if err := c.Update(context.Background(), lease); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Release(context.Background()); err != nil {
+				t.Fatalf("Release() = %v, want nil", err)
+			}
+			lease, _ = leaseOf(t, c, m)
+			if Released(lease) != tt.released {
+				t.Errorf("the Lease released: %v, want %v", Released(lease), tt.released)
+			}
+		})
+	}
+}
