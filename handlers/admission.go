@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,6 +75,10 @@ func (res *Resource[T]) addWebhook(h *admission.Handler) {
 		h.ID = registry.FieldID(h.ID, h.Field)
 	}
 	r := res.res
+	if r.kind.Selector != nil {
+		res.reg.reg.Fail(fmt.Errorf("%s: webhook %q: admission webhooks need a kind known at setup (For or ForKind), not a selector resolved while running", r.name, h.ID))
+		return
+	}
 	if r.webhooks == nil {
 		r.webhooks = &admission.Kind{GVK: r.kind.GVK, NewObject: r.kind.NewObject}
 		res.reg.webhooks.Kinds = append(res.reg.webhooks.Kinds, r.webhooks)

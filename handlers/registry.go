@@ -28,6 +28,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // Registry holds an operator's handlers. There is no global registry: make
@@ -93,6 +94,56 @@ func ForKind(r *Registry, group, version, kind string) *Resource[*unstructured.U
 	return &Resource[*unstructured.Unstructured]{reg: r, res: r.register(gvk, name, k)}
 }
 
+// ForResource returns the resource that Kopf's resource selector names,
+// kubectl-style, whose objects arrive as *unstructured.Unstructured:
+//
+//	ForResource(reg, "kopfexamples")            any name (plural, singular, kind, short name)
+//	ForResource(reg, "kopfexamples.kopf.dev")   name.group
+//	ForResource(reg, "deployments.v1.apps")     name.version.group ("pods.v1" for the core group)
+//	ForResource(reg, "kopf.dev", "kopfexamples")
+//	ForResource(reg, "kopf.dev/v1", "kopfexamples")
+//	ForResource(reg, "v1", "pods")              the core group
+//	ForResource(reg, "apps", "v1", "deployments")
+//
+// Without a version, the group's preferred one is served. The engine
+// resolves the selector through discovery while it runs: a resource that
+// does not exist yet (its CRD is not installed) is served once it does,
+// and one that goes away stops being served (docs/scopes.md). A name that
+// two groups serve is refused, naming both, unless the core group is one
+// of them (as in kubectl, "pods" is the core group's).
+func ForResource(r *Registry, names ...string) *Resource[*unstructured.Unstructured] {
+	sel, err := scopes.ParseSelector(names...)
+	name := fmt.Sprintf("handlers.ForResource(%q)", names)
+	if err != nil {
+		r.reg.Fail(fmt.Errorf("%s: %w", name, err))
+	}
+	return r.selecting(sel, name)
+}
+
+// ForCategory returns every resource in the category (e.g. "all", or a
+// category that CRDs declare), at each group's preferred version.
+func ForCategory(r *Registry, category string) *Resource[*unstructured.Unstructured] {
+	name := fmt.Sprintf("handlers.ForCategory(%q)", category)
+	if category == "" {
+		r.reg.Fail(fmt.Errorf("%s: the category must not be empty", name))
+	}
+	return r.selecting(scopes.Selector{Category: category}, name)
+}
+
+// ForEverything returns every resource the cluster serves that can be
+// listed and watched, at each group's preferred version, but the Events
+// (Kopf's kopf.EVERYTHING): for on-event handlers, daemons and timers,
+// usually with filters (Labels, When) that pick the objects of interest.
+func ForEverything(r *Registry) *Resource[*unstructured.Unstructured] {
+	return r.selecting(scopes.Selector{Everything: true}, "handlers.ForEverything()")
+}
+
+// selecting registers the kind of a selector.
+func (r *Registry) selecting(sel scopes.Selector, name string) *Resource[*unstructured.Unstructured] {
+	k := &registry.Kind{Selector: &sel, NewObject: func() registry.Object { return &unstructured.Unstructured{} }}
+	return &Resource[*unstructured.Unstructured]{reg: r, res: r.register("selector "+sel.String(), name, k)}
+}
+
 // register returns the resource registered under key, or registers kind
 // under it.
 func (r *Registry) register(key any, name string, kind *registry.Kind) *registration {
@@ -115,6 +166,9 @@ func (r *Registry) checkResources(scheme *runtime.Scheme) error {
 	first := map[schema.GroupKind]*registration{}
 	var errs []error
 	for _, res := range r.order {
+		if res.kind.Selector != nil {
+			continue // resolved while running; the engine refuses overlaps then
+		}
 		gvk := res.kind.GVK
 		if gvk.Empty() {
 			var err error

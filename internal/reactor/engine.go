@@ -37,10 +37,14 @@ import (
 type engine struct {
 	mgr manager.Manager
 	// mapper is the manager's REST mapper, remembering what it found.
-	mapper  meta.RESTMapper
-	kinds   []*reconciler
-	sup     *daemons.Supervisor
-	toggle  *freeze.Toggle
+	mapper meta.RESTMapper
+	// kinds are the reconcilers of the resources served now, and of all
+	// that were served before.
+	kinds *kindSet
+	// resources follows what the cluster serves.
+	resources *resourceWatch
+	sup       *daemons.Supervisor
+	toggle    *freeze.Toggle
 	// cacheOf makes a run's cache of the given namespaces (none: the
 	// whole cluster).
 	cacheOf func(namespaces []string) (cache.Cache, error)
@@ -48,9 +52,9 @@ type engine struct {
 	served *scopes.Served
 	// runCache is the current run's cache; nil between runs.
 	runCache atomic.Pointer[cache.Cache]
-	wrap    func(client.Client) client.Client
-	indices *indexing.Indices
-	reg     *registry.Registry
+	wrap     func(client.Client) client.Client
+	indices  *indexing.Indices
+	reg      *registry.Registry
 	// settings are the engine's settings, with defaults.
 	settings Settings
 	// own says which objects are this replica's: all of them, or a ring
@@ -87,6 +91,12 @@ func (e *engine) Start(ctx context.Context) error {
 		}
 	}()
 	defer func() { <-watched }()
+	following := make(chan struct{})
+	go func() {
+		defer close(following)
+		e.resources.run(ctx)
+	}()
+	defer func() { <-following }()
 	defer cancel()
 	if err := e.startup(ctx); err != nil {
 		return err
@@ -124,6 +134,28 @@ func (e *engine) Start(ctx context.Context) error {
 			return nil
 		}
 		e.log.Info("Resuming the watch-streams after the pause; listing everything afresh.")
+	}
+}
+
+// watchScope calls rescope when the served namespaces change, or when the
+// served resources change in a way that changes the served kinds (a CRD
+// of another operator's changes nothing here).
+func (e *engine) watchScope(ctx context.Context, nsChanged, resChanged <-chan struct{}, rescope func()) {
+	for {
+		select {
+		case <-nsChanged:
+			rescope()
+			return
+		case <-resChanged:
+			var resources []scopes.Resource
+			resources, resChanged = e.resources.now()
+			if e.kinds.differs(resources) {
+				rescope()
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -176,7 +208,7 @@ func (e *engine) dropUnserved() {
 		return
 	}
 	served, _ := e.served.Now()
-	for _, r := range e.kinds {
+	for _, r := range e.kinds.all() {
 		for _, key := range r.memories.keys() {
 			if key.Namespace == "" || slices.Contains(served, key.Namespace) {
 				continue
@@ -188,33 +220,52 @@ func (e *engine) dropUnserved() {
 	}
 }
 
+// dropKinds forgets the objects of kinds that are no longer served (their
+// CRD is gone, and its objects with it), and stops their daemons as for
+// deleted objects.
+func (e *engine) dropKinds(dropped []*reconciler) {
+	for _, r := range dropped {
+		e.log.Info("The resource is no longer served; its objects are forgotten.", "kind", r.gvk.String())
+		for _, key := range r.memories.keys() {
+			if uid := r.memories.forget(key); uid != "" {
+				e.sup.Gone(uid)
+			}
+		}
+	}
+}
+
 // run builds a fresh cache of the served namespaces and fresh
-// controllers, runs them until ctx is done, and waits for all of them; it
-// calls rescope when the served namespaces change. The cache waits for
-// the ownership to be ready (a ring member's selects its share by its
-// name in the ring) and for the served namespaces to be known.
+// controllers of the served resources, runs them until ctx is done, and
+// waits for all of them; it calls rescope when the served namespaces or
+// resources change. The cache waits for the ownership to be ready (a ring
+// member's selects its share by its name in the ring), and for the served
+// namespaces and resources to be known.
 func (e *engine) run(ctx context.Context, rescope func()) error {
-	for _, ready := range []<-chan struct{}{e.own.ready(), e.served.Ready()} {
+	for _, ready := range []<-chan struct{}{e.own.ready(), e.served.Ready(), e.resources.ready()} {
 		select {
 		case <-ready:
 		case <-ctx.Done():
 			return nil
 		}
 	}
-	namespaces, changed := e.served.Now()
+	namespaces, nsChanged := e.served.Now()
+	resources, resChanged := e.resources.now()
+	e.dropKinds(e.kinds.resolve(resources))
+	kinds := e.kinds.current()
 	var watching sync.WaitGroup
 	defer watching.Wait()
 	watching.Add(1)
 	go func() {
 		defer watching.Done()
-		select {
-		case <-changed:
-			rescope()
-		case <-ctx.Done():
-		}
+		e.watchScope(ctx, nsChanged, resChanged, rescope)
 	}()
-	if !e.served.All() && len(namespaces) == 0 {
+	switch {
+	case !e.served.All() && len(namespaces) == 0:
 		e.log.Info("No namespace is served now; waiting for one that matches.", "patterns", e.settings.Namespaces)
+		<-ctx.Done()
+		return nil
+	case len(kinds) == 0:
+		e.log.Info("No resource is served now; waiting for one.")
 		<-ctx.Done()
 		return nil
 	}
@@ -224,9 +275,9 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	}
 	e.runCache.Store(&c)
 	defer e.runCache.Store(nil)
-	ctrls, err := e.controllers(c)
+	ctrls, err := e.controllers(c, kinds)
 	defer func() {
-		for _, r := range e.kinds {
+		for _, r := range kinds {
 			r.clients.set(nil)
 		}
 	}()
@@ -248,14 +299,14 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	start(c.Start)
 	// Indices are built afresh from each listing; handlers start only once
 	// the listing of every indexed kind is indexed, as Kopf guarantees.
-	if err := e.lowLevel(ctx, c); err != nil {
+	if err := e.lowLevel(ctx, c, kinds); err != nil {
 		errs <- err
 	} else {
 		for _, ctrl := range ctrls {
 			start(ctrl.Start)
 		}
 		start(func(ctx context.Context) error {
-			e.recallGone(ctx, c)
+			e.recallGone(ctx, c, kinds)
 			return nil
 		})
 		start(func(ctx context.Context) error { return e.own.watch(ctx, e) })
@@ -267,7 +318,7 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 
 // controllers points the kinds at a client on the run's cache, and makes
 // the controllers of those that reconcile.
-func (e *engine) controllers(c cache.Cache) ([]controller.Controller, error) {
+func (e *engine) controllers(c cache.Cache, kinds []*reconciler) ([]controller.Controller, error) {
 	// Reads come from the run's cache for every kind, unstructured ones
 	// included: controller-runtime sends unstructured reads to the API
 	// server unless told otherwise, which would cost one GET per reconcile
@@ -281,7 +332,7 @@ func (e *engine) controllers(c cache.Cache) ([]controller.Controller, error) {
 	}
 	runClient = e.wrap(runClient)
 	var ctrls []controller.Controller
-	for _, r := range e.kinds {
+	for _, r := range kinds {
 		r.clients.set(runClient)
 		if !r.reconciles() {
 			continue // only low-level handlers: nothing to reconcile
@@ -298,14 +349,14 @@ func (e *engine) controllers(c cache.Cache) ([]controller.Controller, error) {
 // lowLevel registers the indexing and on-event handlers of the kinds that
 // have them on the run's informers, and waits until the first listing of
 // every indexed kind has been indexed.
-func (e *engine) lowLevel(ctx context.Context, c cache.Cache) error {
+func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*reconciler) error {
 	var indexed []toolscache.InformerSynced
-	for _, r := range e.kinds {
+	for _, r := range kinds {
 		for _, h := range r.kind.Indexing {
 			e.indices.Ensure(h.ID).Clear()
 		}
 	}
-	for _, r := range e.kinds {
+	for _, r := range kinds {
 		if len(r.kind.Indexing) == 0 && len(r.kind.Watching) == 0 {
 			continue
 		}
@@ -363,11 +414,11 @@ func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller
 // run's fresh cache does not have. Objects deleted while the operator was
 // frozen bring no event of their own; their reconcile (not found) forgets
 // them, their daemons, and their place in the metrics.
-func (e *engine) recallGone(ctx context.Context, c cache.Cache) {
+func (e *engine) recallGone(ctx context.Context, c cache.Cache, kinds []*reconciler) {
 	if !c.WaitForCacheSync(ctx) {
 		return
 	}
-	for _, r := range e.kinds {
+	for _, r := range kinds {
 		for _, key := range r.memories.keys() {
 			obj := r.newObject()
 			if err := c.Get(ctx, key, obj); !apierrors.IsNotFound(err) {

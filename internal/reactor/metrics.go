@@ -64,7 +64,7 @@ func (daemonMetrics) Exited(host daemons.Host, h *daemons.Handler, reason daemon
 // stopped ones do not pile up. Daemons and timers leave the gauges
 // themselves as they exit. It runs on every replica.
 type operatorMetrics struct {
-	kinds    []*reconciler
+	kinds    func() []*reconciler
 	identity string
 	toggle   *freeze.Toggle
 	// ring is the replica's ring, if it is a member of one.
@@ -76,7 +76,7 @@ func (m *operatorMetrics) NeedLeaderElection() bool { return false }
 func (m *operatorMetrics) Start(ctx context.Context) error {
 	unwatch := metrics.WatchFrozen(m.identity, m.toggle)
 	<-ctx.Done()
-	for _, r := range m.kinds {
+	for _, r := range m.kinds() {
 		r.memories.release()
 	}
 	if m.ring != "" {

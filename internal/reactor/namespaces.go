@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/scopes"
@@ -156,28 +154,7 @@ var errNamespacesForbidden = errors.New("no permission to list and watch namespa
 // mayWatchNamespaces asks the API server whether the operator may list
 // and watch namespaces (every user may ask that of itself).
 func (w *namespaceWatch) mayWatchNamespaces(ctx context.Context) (bool, error) {
-	scheme := runtime.NewScheme()
-	if err := authorizationv1.AddToScheme(scheme); err != nil {
-		return false, err
-	}
-	c, err := client.New(w.mgr.GetConfig(), client.Options{HTTPClient: w.mgr.GetHTTPClient(), Scheme: scheme})
-	if err != nil {
-		return false, fmt.Errorf("create a client for access reviews: %w", err)
-	}
-	var denied []string
-	for _, verb := range []string{"list", "watch"} {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "namespaces"},
-		}}
-		if err := c.Create(ctx, review); err != nil {
-			return false, fmt.Errorf("ask whether namespaces may be %sed: %w", verb, err)
-		}
-		if !review.Status.Allowed {
-			denied = append(denied, verb)
-		}
-	}
-	if len(denied) > 0 {
-		w.log.V(1).Info("Namespaces may not be listed or watched.", "denied", strings.Join(denied, ","))
-	}
-	return len(denied) == 0, nil
+	return selfReview(ctx, w.mgr, []authorizationv1.ResourceAttributes{
+		{Verb: "list", Resource: "namespaces"}, {Verb: "watch", Resource: "namespaces"},
+	})
 }

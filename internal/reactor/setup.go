@@ -80,9 +80,6 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 		s.Client = mgr.GetClient()
 	}
 	if s.Sharding.Ring != "" {
-		if watch != nil {
-			return nil, fmt.Errorf("shard ring %q: namespace patterns with globs are not supported with sharding yet; name the namespaces exactly", s.Sharding.Ring)
-		}
 		if s.Sharding.Namespace == "" {
 			s.Sharding.Namespace = leaseNamespace(names)
 		}
@@ -90,7 +87,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 		// keys do.
 		s.Peering.Ring = ring.ID(s.Sharding.Namespace, s.Sharding.Ring)
 	}
-	eng, err := newEngine(mgr, reg, s, served)
+	eng, err := newEngine(mgr, reg, s, served, watch != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +103,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	if err != nil {
 		return nil, err
 	}
-	opMetrics := &operatorMetrics{kinds: eng.kinds, identity: peers.Identity(), toggle: eng.toggle, ring: s.Sharding.Ring}
+	opMetrics := &operatorMetrics{kinds: eng.kinds.all, identity: peers.Identity(), toggle: eng.toggle, ring: s.Sharding.Ring}
 	base := []manager.Runnable{s.Poster, eng.sup, eng, peers, opMetrics}
 	if watch != nil {
 		base = append(base, watch)
@@ -128,7 +125,8 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 }
 
 // newEngine makes the engine, its supervisor and its kinds' reconcilers.
-func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *scopes.Served) (*engine, error) {
+// Following tells that the served namespaces follow patterns with globs.
+func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *scopes.Served, following bool) (*engine, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("create a discovery client: %w", err)
@@ -150,8 +148,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	if s.Sharding.Ring != "" {
 		// The member's Lease is written without the bound of its writes
 		// to objects: it is what extends them.
-		names, _ := served.Now() // fixed: patterns with globs are refused
-		if own, err = newRingShare(mgr, direct, s, names); err != nil {
+		if own, err = newRingShare(mgr, direct, s, served, following); err != nil {
 			return nil, err
 		}
 	}
@@ -171,7 +168,11 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	})
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
 		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own), own: own, served: served}
+	static := map[*registry.Kind]schema.GroupVersionKind{}
 	for _, kind := range reg.Kinds {
+		if kind.Selector != nil {
+			continue // resolved while running
+		}
 		gvk := kind.GVK
 		if gvk.Empty() {
 			gvk, err = apiutil.GVKForObject(kind.NewObject(), mgr.GetScheme())
@@ -179,19 +180,28 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 				return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 			}
 		}
-		r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup, own)
-		r.daemonLog = mgr.GetLogger().WithValues("controller", controllerName(gvk),
-			"controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
-		eng.kinds = append(eng.kinds, r)
+		static[kind] = gvk
 	}
+	eng.resources = newResourceWatch(mgr, disco, s.Clock)
+	eng.kinds = &kindSet{reg: reg, static: static, made: map[string]*reconciler{}, log: eng.log,
+		make: func(kind *registry.Kind, gvk schema.GroupVersionKind, mems *memories) *reconciler {
+			r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup, own, mems)
+			r.daemonLog = mgr.GetLogger().WithValues("controller", controllerName(gvk),
+				"controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
+			return r
+		}}
 	return eng, nil
 }
 
 // newReconciler makes the reconciler of one kind, and its daemons' host.
-func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor, own ownership) *reconciler {
+// It keeps the memories it is given (those of the reconciler it replaces),
+// or makes new ones.
+func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor, own ownership, mems *memories) *reconciler {
 	label := metrics.Kind(objects.gvk)
-	retrying, failed := metrics.Objects(label)
-	mems := newMemories(s.Memo, retrying, failed)
+	if mems == nil {
+		retrying, failed := metrics.Objects(label)
+		mems = newMemories(s.Memo, retrying, failed)
+	}
 	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
 	events := make(chan event.GenericEvent, enqueueBuffer)
 	return &reconciler{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // ringShare is the ownership of a ring member (docs/sharding.md): its
@@ -37,7 +38,14 @@ type ringShare struct {
 // newRingShare prepares the membership of the replica in its ring; c
 // writes the member's Lease, without the bound of its writes to objects
 // (the Lease is what extends them).
-func newRingShare(mgr manager.Manager, c client.Client, s Settings, namespaces []string) (*ringShare, error) {
+//
+// The assigner gets fixed namespaces as such, and those of patterns with
+// globs (following) as the set that follows them.
+func newRingShare(mgr manager.Manager, c client.Client, s Settings, served *scopes.Served, following bool) (*ringShare, error) {
+	namespaces, _ := served.Now()
+	if !following {
+		served = nil
+	}
 	log := mgr.GetLogger().WithName("ring")
 	sh := s.Sharding
 	member, err := ring.NewMember(c, ring.Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
@@ -48,7 +56,7 @@ func newRingShare(mgr manager.Manager, c client.Client, s Settings, namespaces [
 	return &ringShare{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: s.Clock, log: log,
 		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
 			LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewPeriod: sh.RenewPeriod,
-			Workers: sh.AssignerWorkers, Namespaces: namespaces, Logger: log.WithName("assigner"),
+			Workers: sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
 			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
 }
 
@@ -133,8 +141,12 @@ func (r *ringShare) bound(c client.Client) client.Client {
 // campaigns for its role while the operator is not frozen.
 func (r *ringShare) runnables(eng *engine, rest []manager.Runnable) ([]manager.Runnable, error) {
 	s := r.assigner
-	for _, k := range eng.kinds {
-		s.Kinds = append(s.Kinds, k.gvk)
+	for _, kind := range eng.reg.Kinds {
+		gvk, ok := eng.kinds.static[kind]
+		if !ok {
+			return nil, fmt.Errorf("shard ring %q: %s is selected while running, which sharding does not support yet; register it with For or ForKind", r.name, kind.Selector)
+		}
+		s.Kinds = append(s.Kinds, gvk)
 	}
 	assigner, err := ring.NewAssigner(eng.mgr.GetConfig(), eng.mgr.GetHTTPClient(), eng.mapper, s)
 	if err != nil {
@@ -167,7 +179,7 @@ func (r *ringShare) watch(ctx context.Context, e *engine) error {
 			return nil
 		case <-ticker.C():
 			r.summarize()
-			for _, k := range e.kinds {
+			for _, k := range e.kinds.current() {
 				metrics.ShardObjectsOf(r.name, k.kindLabel).Set(float64(k.memories.size()))
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // ChangeFunc is a change handler, adapted to untyped objects.
@@ -45,6 +46,11 @@ type Kind struct {
 	// GVK identifies the kind; it may be left empty for typed objects and
 	// filled from the scheme at setup.
 	GVK schema.GroupVersionKind
+	// Selector, if set, names the resources by name, category or all of
+	// them (Kopf's resource selectors); the engine resolves it through
+	// discovery while it runs, into any number of resources, each handled
+	// with the kind's handlers. GVK is then empty.
+	Selector *scopes.Selector
 	// NewObject returns an empty object of the kind's Go type.
 	NewObject func() Object
 	// Changing are the change handlers in registration order.

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // AssignerSettings are the settings of a ring's assigner; zero durations
@@ -38,6 +40,10 @@ type AssignerSettings struct {
 	Workers int
 	// Namespaces are the served namespaces; none: the whole cluster.
 	Namespaces []string
+	// Served, if set, are served namespaces that change at runtime; it
+	// replaces Namespaces, and the assigner watches each namespace's
+	// objects while it is served.
+	Served *scopes.Served
 	// Clock times the members' liveness (real by default).
 	Clock  clock.WithTicker
 	Logger logr.Logger

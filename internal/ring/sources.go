@@ -23,29 +23,55 @@ const listPage = 500
 type source struct {
 	kind int
 	res  metadata.ResourceInterface
+	// id tells sources apart: the kind and the namespace.
+	id string
 }
 
-// kindResources are the metadata clients of the kinds, by kind, for
-// writing; sources are those of every kind and served namespace, for
-// listing and watching.
-func (a *Assigner) kindResources() (byKind []metadata.Getter, sources []source, err error) {
-	for i, gvk := range a.s.Kinds {
+// kindClient is one kind's metadata client, and whether its objects are
+// namespaced.
+type kindClient struct {
+	res    metadata.Getter
+	scoped bool
+}
+
+// kindClients are the metadata clients of the kinds, by kind.
+func (a *Assigner) kindClients() ([]kindClient, error) {
+	var out []kindClient
+	for _, gvk := range a.s.Kinds {
 		mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return nil, nil, fmt.Errorf("find the resource of %s: %w", gvk, err)
+			return nil, fmt.Errorf("find the resource of %s: %w", gvk, err)
 		}
-		res := a.objects.Resource(mapping.Resource)
-		scoped := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-		byKind = append(byKind, res)
-		if !scoped || len(a.s.Namespaces) == 0 {
-			sources = append(sources, source{kind: i, res: res})
+		out = append(out, kindClient{res: a.objects.Resource(mapping.Resource),
+			scoped: mapping.Scope.Name() == meta.RESTScopeNameNamespace})
+	}
+	return out, nil
+}
+
+// sourcesIn are the sources of every kind in the namespaces (the whole
+// cluster if all): a cluster-scoped kind has one source anyway.
+func sourcesIn(kinds []kindClient, namespaces []string, all bool) []source {
+	var out []source
+	for i, k := range kinds {
+		if !k.scoped || all {
+			out = append(out, source{kind: i, res: k.res, id: fmt.Sprint(i)})
 			continue
 		}
-		for _, ns := range a.s.Namespaces {
-			sources = append(sources, source{kind: i, res: res.Namespace(ns)})
+		for _, ns := range namespaces {
+			out = append(out, source{kind: i, res: k.res.Namespace(ns), id: fmt.Sprint(i, "/", ns)})
 		}
 	}
-	return byKind, sources, nil
+	return out
+}
+
+// served are the namespaces the assigner serves now, and a channel closed
+// when they change (nil if they never do).
+func (a *Assigner) served() (names []string, all bool, changed <-chan struct{}) {
+	if a.s.Served == nil {
+		return a.s.Namespaces, len(a.s.Namespaces) == 0, nil
+	}
+	names, changed = a.s.Served.Now()
+	return names, a.s.Served.All(), changed
 }
 
 // listAll lists every object of a source, a page at a time, and hands

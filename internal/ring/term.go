@@ -21,11 +21,13 @@ import (
 type term struct {
 	a *Assigner
 	f *follower
-	// byKind are the kinds' metadata clients, for writes;
-	// sources are what it lists and watches.
-	byKind  []metadata.Getter
-	sources []source
-	queue   workqueue.TypedRateLimitingInterface[key]
+	// kinds are the kinds' metadata clients, byKind the same for writes;
+	// sources are what it lists and watches now.
+	kinds     []kindClient
+	byKind    []metadata.Getter
+	sourcesMu sync.Mutex
+	sources   []source
+	queue     workqueue.TypedRateLimitingInterface[key]
 	tally   tally
 
 	mu       sync.Mutex
@@ -60,10 +62,7 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	}
 	// The members first: what the watches pass on is placed among them.
 	t.recount(ctx)
-	for _, src := range t.sources {
-		r := src.reflector(t.offer)
-		wg.Go(func() { r.RunWithContext(ctx) })
-	}
+	wg.Go(func() { t.watchSources(ctx) })
 	for range a.s.Workers {
 		wg.Go(func() { t.work(ctx) })
 	}
@@ -71,13 +70,68 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	return nil
 }
 
+// watchSources watches the sources of the served namespaces, starting and
+// stopping watches as namespaces come and go, until ctx ends.
+func (t *term) watchSources(ctx context.Context) {
+	type watching struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	active := map[string]watching{}
+	defer func() {
+		for _, w := range active {
+			w.cancel()
+			<-w.done
+		}
+	}()
+	for {
+		names, all, changed := t.a.served()
+		sources := sourcesIn(t.kinds, names, all)
+		t.sourcesMu.Lock()
+		t.sources = sources
+		t.sourcesMu.Unlock()
+		ids := map[string]bool{}
+		for _, src := range sources {
+			ids[src.id] = true
+			if _, ok := active[src.id]; ok {
+				continue
+			}
+			sctx, cancel := context.WithCancel(ctx)
+			w := watching{cancel: cancel, done: make(chan struct{})}
+			r := src.reflector(t.offer)
+			go func() {
+				defer close(w.done)
+				r.RunWithContext(sctx)
+			}()
+			active[src.id] = w
+		}
+		for id, w := range active {
+			if !ids[id] {
+				w.cancel()
+				<-w.done
+				delete(active, id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed: // a nil channel: never
+		}
+	}
+}
+
 // newTerm makes a term's clients and queue.
 func (a *Assigner) newTerm(f *follower) (*term, error) {
-	byKind, sources, err := a.kindResources()
+	kinds, err := a.kindClients()
 	if err != nil {
 		return nil, err
 	}
-	return &term{a: a, f: f, byKind: byKind, sources: sources, pending: map[key]seen{},
+	byKind := make([]metadata.Getter, len(kinds))
+	for i, k := range kinds {
+		byKind[i] = k.res
+	}
+	names, all, _ := a.served()
+	return &term{a: a, f: f, kinds: kinds, byKind: byKind, sources: sourcesIn(kinds, names, all), pending: map[key]seen{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())}, nil
 }
 
@@ -202,7 +256,10 @@ func (t *term) listAll(ctx context.Context) ([]key, []seen, error) {
 	var keys []key
 	var sightings []seen
 	var errs []error
-	for _, src := range t.sources {
+	t.sourcesMu.Lock()
+	sources := t.sources
+	t.sourcesMu.Unlock()
+	for _, src := range sources {
 		err := src.listAll(ctx, func(k key, o *metav1.PartialObjectMetadata) {
 			keys, sightings = append(keys, k), append(sightings, seenOf(t.a.keys, o))
 		})

@@ -145,7 +145,14 @@ func Assets() (string, error) {
 // it when the test ends.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	// A namespace's name is a DNS label: subtests' names may have any
+	// character.
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
 	if len(name) > 50 {
 		name = name[:50]
 	}

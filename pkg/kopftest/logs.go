@@ -67,6 +67,20 @@ func (l *Logs) Messages(substring string) []string {
 	return out
 }
 
+// Entries returns the entries logged so far whose message contains the
+// substring, with their values (an error's text under "error").
+func (l *Logs) Entries(substring string) []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Entry
+	for _, e := range l.entries {
+		if strings.Contains(e.Message, substring) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // About returns the messages logged about the object with the given name
 // (those carrying it as their "name" value).
 func (l *Logs) About(name string) []string {

@@ -35,14 +35,20 @@ type servedCreates struct {
 }
 
 func (s *servedCreates) register(kind *handlers.Resource[*unstructured.Unstructured]) {
+	s.registerAs(kind, "")
+}
+
+// registerAs registers the handlers with a suffix to their ids, for
+// registrations that select one resource together.
+func (s *servedCreates) registerAs(kind *handlers.Resource[*unstructured.Unstructured], suffix string) {
 	s.stopped = map[string]error{}
-	handlers.OnCreate(kind, "create_fn", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn"+suffix, func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.created = append(s.created, obj.GetNamespace())
 		return nil, nil
 	})
-	handlers.Daemon(kind, "watcher", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "watcher"+suffix, func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
 		<-ctx.Done()
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -48,6 +48,9 @@ type testRing struct {
 	// peering makes the replicas take part in peering, through the
 	// peering object "default" of the ring's namespace.
 	peering bool
+	// namespaces, if set, are the replicas' namespace patterns; else they
+	// serve the ring's namespace, where their Leases are in any case.
+	namespaces []string
 	// register adds a test's own handlers to a replica's registry.
 	register func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string)
 }
@@ -90,8 +93,8 @@ func (r *testRing) start(name string) *replica {
 	cfg.WrapTransport = cut.wrap
 	lost := make(chan struct{})
 	op := env.NewOperatorOn(r.t, cfg, r.ns, reg, handlers.Options{
-		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second,
-		Sharding: handlers.Sharding{Ring: ringName, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
+		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second, Namespaces: r.namespaces,
+		Sharding: handlers.Sharding{Ring: ringName, Namespace: r.ns, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
 			Lost: lost},
 	})
 	op.Start(r.t)

@@ -1,0 +1,278 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/internal/scopes"
+)
+
+// Intervals of following the served resources.
+const (
+	// resourcePollInterval is how often discovery is asked again when
+	// CRDs may not be watched.
+	resourcePollInterval = 30 * time.Second
+	// discoveryRetry is the pause after a failed discovery.
+	discoveryRetry = 5 * time.Second
+)
+
+// afterCRDChange are the delays after a change of a CRD at which
+// discovery is asked again: it serves a new resource only once its CRD is
+// established, and stops serving a deleted one a moment after it is gone.
+var afterCRDChange = []time.Duration{0, time.Second, 3 * time.Second}
+
+// resourceWatch follows what the cluster serves: it asks discovery at the
+// start, and again whenever a CRD changes (or, without the permission to
+// watch CRDs, now and then), and publishes the served resources when they
+// change.
+type resourceWatch struct {
+	mgr   manager.Manager
+	disco discovery.DiscoveryInterface
+	clock clock.WithTicker
+	log   logr.Logger
+
+	mu        sync.Mutex
+	resources []scopes.Resource
+	keys      []string
+	known     chan struct{}
+	changed   chan struct{}
+}
+
+func newResourceWatch(mgr manager.Manager, disco discovery.DiscoveryInterface, clk clock.WithTicker) *resourceWatch {
+	return &resourceWatch{mgr: mgr, disco: disco, clock: clk, log: mgr.GetLogger().WithName("resources"),
+		known: make(chan struct{}), changed: make(chan struct{})}
+}
+
+// now are the served resources, and a channel closed at their next
+// change.
+func (w *resourceWatch) now() ([]scopes.Resource, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.resources, w.changed
+}
+
+// ready is closed once discovery has answered once.
+func (w *resourceWatch) ready() <-chan struct{} { return w.known }
+
+// run follows the resources until ctx is done.
+func (w *resourceWatch) run(ctx context.Context) {
+	for !w.refresh(ctx) {
+		if !w.wait(ctx, discoveryRetry) {
+			return
+		}
+	}
+	kicks := make(chan struct{}, 1)
+	kick := func() {
+		select {
+		case kicks <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	watching := w.mayWatchCRDs(ctx)
+	if watching {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.watchCRDs(ctx, kick); err != nil && ctx.Err() == nil {
+				w.log.Error(err, "Cannot watch the CRDs; asking discovery now and then instead.")
+				w.poll(ctx)
+			}
+		}()
+	} else {
+		w.log.Info("CRDs may not be watched; asking discovery now and then for resources that appear or go.", "interval", resourcePollInterval)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.poll(ctx)
+		}()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kicks:
+		}
+		for _, d := range afterCRDChange {
+			if !w.wait(ctx, d) {
+				return
+			}
+			w.refresh(ctx)
+		}
+	}
+}
+
+// poll asks discovery again every resourcePollInterval.
+func (w *resourceWatch) poll(ctx context.Context) {
+	for w.wait(ctx, resourcePollInterval) {
+		w.refresh(ctx)
+	}
+}
+
+// refresh asks discovery and publishes the resources if they changed; it
+// tells whether discovery answered.
+func (w *resourceWatch) refresh(ctx context.Context) bool {
+	resources, err := discoverResources(w.disco)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Error(err, "Cannot discover the resources the cluster serves.")
+		}
+		if resources == nil {
+			return false
+		}
+	}
+	keys := make([]string, len(resources))
+	for i, r := range resources {
+		keys[i] = fmt.Sprintf("%s %v %v", r, r.Preferred, r.Verbs)
+	}
+	slices.Sort(keys)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-w.known:
+		if slices.Equal(keys, w.keys) {
+			return true
+		}
+		close(w.changed)
+		w.changed = make(chan struct{})
+	default:
+		close(w.known)
+	}
+	w.resources, w.keys = resources, keys
+	return true
+}
+
+// discoverResources lists what the API server serves. A group that fails
+// (an aggregated API that is down) leaves out its resources, with the
+// error; the rest is returned.
+func discoverResources(disco discovery.DiscoveryInterface) ([]scopes.Resource, error) {
+	groups, lists, err := disco.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("discover the resources: %w", err)
+	}
+	preferred := map[string]string{}
+	for _, g := range groups {
+		preferred[g.Name] = g.PreferredVersion.Version
+	}
+	var out []scopes.Resource
+	for _, list := range lists {
+		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
+		if perr != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue // a subresource
+			}
+			out = append(out, scopes.Resource{Group: gv.Group, Version: gv.Version, Kind: r.Kind, Plural: r.Name,
+				Singular: r.SingularName, ShortNames: r.ShortNames, Categories: r.Categories, Namespaced: r.Namespaced,
+				Preferred: preferred[gv.Group] == gv.Version, Verbs: r.Verbs})
+		}
+	}
+	return out, err
+}
+
+// mayWatchCRDs asks the API server whether CRDs may be listed and watched.
+func (w *resourceWatch) mayWatchCRDs(ctx context.Context) bool {
+	allowed, err := selfReview(ctx, w.mgr, []authorizationv1.ResourceAttributes{
+		{Verb: "list", Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
+		{Verb: "watch", Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
+	})
+	if err != nil {
+		w.log.Error(err, "Cannot tell whether CRDs may be watched.")
+		return false
+	}
+	return allowed
+}
+
+// watchCRDs calls kick at every change of a CRD until ctx is done. The
+// CRDs are kept without their schemas, which are most of their size.
+func (w *resourceWatch) watchCRDs(ctx context.Context, kick func()) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := cache.New(w.mgr.GetConfig(), cache.Options{HTTPClient: w.mgr.GetHTTPClient(), Scheme: scheme,
+		Mapper: w.mgr.GetRESTMapper(), DefaultTransform: stripCRD})
+	if err != nil {
+		return fmt.Errorf("create the cache of CRDs: %w", err)
+	}
+	informer, err := c.GetInformer(ctx, &apiextensionsv1.CustomResourceDefinition{})
+	if err != nil {
+		return fmt.Errorf("watch the CRDs: %w", err)
+	}
+	changed := func(any) { kick() }
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: changed, DeleteFunc: changed, UpdateFunc: func(_, o any) { changed(o) },
+	}); err != nil {
+		return fmt.Errorf("follow the CRDs: %w", err)
+	}
+	return c.Start(ctx)
+}
+
+// stripCRD drops what the watch of CRDs does not need.
+func stripCRD(o any) (any, error) {
+	crd, ok := o.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return o, nil
+	}
+	crd.ManagedFields = nil
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Schema = nil
+	}
+	return crd, nil
+}
+
+// selfReview asks whether this operator may do all of the things.
+func selfReview(ctx context.Context, mgr manager.Manager, attrs []authorizationv1.ResourceAttributes) (bool, error) {
+	scheme := runtime.NewScheme()
+	if err := authorizationv1.AddToScheme(scheme); err != nil {
+		return false, err
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: scheme})
+	if err != nil {
+		return false, fmt.Errorf("create a client for access reviews: %w", err)
+	}
+	for _, a := range attrs {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
+		if err := c.Create(ctx, review); err != nil {
+			return false, fmt.Errorf("ask whether %s %s.%s is allowed: %w", a.Verb, a.Resource, a.Group, err)
+		}
+		if !review.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// wait waits d, or less if ctx ends first; it tells whether ctx goes on.
+func (w *resourceWatch) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := w.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
