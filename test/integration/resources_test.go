@@ -214,3 +214,34 @@ func installCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
 }
+
+// A kind named with ForKind whose CRD comes after the start is waited for
+// as a selector's is, and served once the CRD is established: the
+// operator does not give up on it (controller-runtime alone would stop
+// waiting for its cache after two minutes, and serve nothing).
+func TestForKindWaitsForItsCRD(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	group := fmt.Sprintf("waiter%d.kopf.dev", time.Now().UnixNano()%100000)
+	reg := handlers.NewRegistry()
+	var served servedCreates
+	served.register(handlers.ForKind(reg, group, "v1", "Waiter"))
+	var other servedCreates
+	other.registerAs(handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample"), "-other")
+	op := env.StartOperator(t, ns, reg, handlers.Options{Standalone: true})
+	create(t, exampleObject(t, ns))
+	eventually(t, "the other kind is served meanwhile", func() bool { return other.createdIn(ns) })
+	if n := len(op.Logs.Messages("Waiting for the resource to be served (its CRD to be installed).")); n != 1 {
+		t.Errorf("the wait was logged %d times, want once", n)
+	}
+	installCRD(t, lateCRD("waiters", "Waiter", group, "Namespaced", nil))
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(group + "/v1")
+	obj.SetKind("Waiter")
+	obj.SetNamespace(ns)
+	obj.SetName("waiter-1")
+	eventually(t, "an object of the new kind can be created", func() bool {
+		return env.Client.Create(context.Background(), obj.DeepCopy()) == nil
+	})
+	eventually(t, "the object of the kind installed later is handled", func() bool { return served.createdIn(ns) })
+}
