@@ -46,8 +46,8 @@ type engine struct {
 	sup       *daemons.Supervisor
 	toggle    *freeze.Toggle
 	// cacheOf makes a run's cache of the given namespaces (none: the
-	// whole cluster).
-	cacheOf func(namespaces []string) (cache.Cache, error)
+	// whole cluster) for the kinds.
+	cacheOf func(namespaces []string, kinds []*reconciler) (cache.Cache, error)
 	// served are the namespaces served now.
 	served *scopes.Served
 	// runCache is the current run's cache; nil between runs.
@@ -269,7 +269,7 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 		<-ctx.Done()
 		return nil
 	}
-	c, err := e.cacheOf(namespaces)
+	c, err := e.cacheOf(namespaces, kinds)
 	if err != nil {
 		return fmt.Errorf("create the cache: %w", err)
 	}

@@ -218,9 +218,16 @@ func (w *resourceWatch) watchCRDs(ctx context.Context, kick func()) error {
 	if err != nil {
 		return fmt.Errorf("watch the CRDs: %w", err)
 	}
-	changed := func(any) { kick() }
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: changed, DeleteFunc: changed, UpdateFunc: func(_, o any) { changed(o) },
+	// The first listing is what discovery has just told; only changes
+	// after it ask discovery again.
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				kick()
+			}
+		},
+		UpdateFunc: func(_, _ any) { kick() },
+		DeleteFunc: func(any) { kick() },
 	}); err != nil {
 		return fmt.Errorf("follow the CRDs: %w", err)
 	}

@@ -227,10 +227,19 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 //
 // A ring's member caches only the objects it owns, selected by their owner
 // label: its memory holds its share, not the kind.
-func runCache(mgr manager.Manager, mapper meta.RESTMapper, own ownership) func(namespaces []string) (cache.Cache, error) {
-	return func(namespaces []string) (cache.Cache, error) {
+//
+// The selector applies to the engine's kinds only: other kinds that
+// handlers read through the cache (servedclient.go) are not the ring's.
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, own ownership) func(namespaces []string, kinds []*reconciler) (cache.Cache, error) {
+	return func(namespaces []string, kinds []*reconciler) (cache.Cache, error) {
 		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
-			DefaultTransform: cache.TransformStripManagedFields(), DefaultLabelSelector: own.cacheSelector()}
+			DefaultTransform: cache.TransformStripManagedFields()}
+		if sel := own.cacheSelector(); sel != nil {
+			opts.ByObject = map[client.Object]cache.ByObject{}
+			for _, r := range kinds {
+				opts.ByObject[r.newObject()] = cache.ByObject{Label: sel}
+			}
+		}
 		if len(namespaces) > 0 {
 			opts.DefaultNamespaces = map[string]cache.Config{}
 			for _, ns := range namespaces {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -199,8 +197,7 @@ func TestNamespacePatternsWithoutNamespacePermissions(t *testing.T) {
 }
 
 // scopedUser is a user of the control plane that may work with the
-// example objects, read config maps and post events in one namespace, and
-// nothing else: a namespaced operator's RBAC.
+// example objects and post events in one namespace, and nothing else.
 func scopedUser(t *testing.T, ns string) *envtest.AuthenticatedUser {
 	t.Helper()
 	name := "scoped-" + ns
@@ -212,7 +209,6 @@ func scopedUser(t *testing.T, ns string) *envtest.AuthenticatedUser {
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kopf.dev"}, Resources: []string{"kopfexamples", "kopfexamples/status"}, Verbs: []string{"*"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 	}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
@@ -223,84 +219,6 @@ func scopedUser(t *testing.T, ns string) *envtest.AuthenticatedUser {
 		}
 	}
 	return user
-}
-
-// mayWatchNamespaces lets the user list and watch namespaces, as patterns
-// with globs need.
-func mayWatchNamespaces(t *testing.T, user string) {
-	t.Helper()
-	name := "namespaces-" + user
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user}}}
-	for _, o := range []client.Object{role, binding} {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
-	}
-}
-
-// The runner's handlers read other kinds through its cache, which holds
-// only the served namespaces: with a namespaced operator's RBAC, a handler
-// reads a config map beside its object, whether the namespace is named
-// exactly or matched by a pattern.
-func TestRunnerReadsWithNamespacedRBAC(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		pattern func(ns string) string
-	}{
-		{"an exact name", func(ns string) string { return ns }},
-		{"a pattern", func(ns string) string { return ns + "*,!" + ns + "-skip" }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
-			ns := env.Namespace(t)
-			user := scopedUser(t, ns)
-			if tt.pattern(ns) != ns {
-				mayWatchNamespaces(t, "scoped-"+ns)
-			}
-			data, err := user.KubeConfig()
-			if err != nil {
-				t.Fatal(err)
-			}
-			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-			if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}, Data: map[string]string{"colour": "blue"}}
-			if err := env.Client.Create(context.Background(), cm); err != nil {
-				t.Fatal(err)
-			}
-			reg, kind := kex()
-			handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
-				var read corev1.ConfigMap
-				if err := handlers.Client(ctx).Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: "settings"}, &read); err != nil {
-					return nil, err
-				}
-				return map[string]any{"colour": read.Data["colour"]}, nil
-			})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				done <- handlers.Run(ctx, reg, []string{"--standalone", "--namespace", tt.pattern(ns), "--kubeconfig", kubeconfig}, handlers.Options{})
-			}()
-			t.Cleanup(func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("the runner returned %v, want nil", err)
-				}
-			})
-			create(t, exampleObject(t, ns))
-			eventually(t, "the handler reads the config map", func() bool {
-				got, _, _ := unstructured.NestedString(get(t, ns, "kopf-example-1").Object, "status", "create_fn", "colour")
-				return got == "blue"
-			})
-		})
-	}
 }
 
 // Peering with a pattern follows the served namespaces: a namespace that
