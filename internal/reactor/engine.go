@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -286,7 +287,7 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	}
 
 	var wg sync.WaitGroup
-	errs := make(chan error, len(ctrls)+1)
+	errs := make(chan error, len(ctrls)+2)
 	start := func(f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -296,7 +297,7 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 			}
 		}()
 	}
-	start(c.Start)
+	start(func(ctx context.Context) error { return e.runCacheUntil(ctx, c) })
 	// Indices are built afresh from each listing; handlers start only once
 	// the listing of every indexed kind is indexed, as Kopf guarantees.
 	if err := e.lowLevel(ctx, c, kinds); err != nil {
@@ -314,6 +315,36 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// cacheSettle bounds how long a stopping run's cache may go on listing.
+const cacheSettle = 5 * time.Second
+
+// runCacheUntil runs the cache until ctx is done and, if its informers
+// have not all synced by then, a little longer (cacheSettle) so that they
+// can: controller-runtime's informers of several namespaces each leave a
+// goroutine behind, waiting for a sync that never comes, if they are
+// stopped before it. Only reads run meanwhile; handlers have stopped.
+func (e *engine) runCacheUntil(ctx context.Context, c cache.Cache) error {
+	cacheCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		select {
+		case <-ctx.Done():
+		case <-cacheCtx.Done():
+			return
+		}
+		settle, cancel := context.WithTimeout(cacheCtx, cacheSettle)
+		defer cancel()
+		c.WaitForCacheSync(settle)
+		stop()
+	}()
+	err := c.Start(cacheCtx)
+	stop()
+	<-settled
+	return err
 }
 
 // controllers points the kinds at a client on the run's cache, and makes

@@ -70,13 +70,11 @@ func (w *resourceWatch) now() ([]scopes.Resource, <-chan struct{}) {
 // ready is closed once discovery has answered once.
 func (w *resourceWatch) ready() <-chan struct{} { return w.known }
 
-// run follows the resources until ctx is done.
+// run follows the resources until ctx is done. With the permission to
+// watch CRDs, it lists them first and asks discovery after: a CRD that is
+// established after that listing changes, and asks again; one that was
+// before is in discovery's first answer.
 func (w *resourceWatch) run(ctx context.Context) {
-	for !w.refresh(ctx) {
-		if !w.wait(ctx, discoveryRetry) {
-			return
-		}
-	}
 	kicks := make(chan struct{}, 1)
 	kick := func() {
 		select {
@@ -86,16 +84,23 @@ func (w *resourceWatch) run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	watching := w.mayWatchCRDs(ctx)
-	if watching {
+	if w.mayWatchCRDs(ctx) {
+		listed, failed := make(chan struct{}), make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.watchCRDs(ctx, kick); err != nil && ctx.Err() == nil {
+			if err := w.watchCRDs(ctx, kick, listed); err != nil && ctx.Err() == nil {
+				close(failed)
 				w.log.Error(err, "Cannot watch the CRDs; asking discovery now and then instead.")
 				w.poll(ctx)
 			}
 		}()
+		select {
+		case <-listed:
+		case <-failed:
+		case <-ctx.Done():
+			return
+		}
 	} else {
 		w.log.Info("CRDs may not be watched; asking discovery now and then for resources that appear or go.", "interval", resourcePollInterval)
 		wg.Add(1)
@@ -103,6 +108,11 @@ func (w *resourceWatch) run(ctx context.Context) {
 			defer wg.Done()
 			w.poll(ctx)
 		}()
+	}
+	for !w.refresh(ctx) {
+		if !w.wait(ctx, discoveryRetry) {
+			return
+		}
 	}
 	for {
 		select {
@@ -202,9 +212,10 @@ func (w *resourceWatch) mayWatchCRDs(ctx context.Context) bool {
 	return allowed
 }
 
-// watchCRDs calls kick at every change of a CRD until ctx is done. The
-// CRDs are kept without their schemas, which are most of their size.
-func (w *resourceWatch) watchCRDs(ctx context.Context, kick func()) error {
+// watchCRDs closes listed once the CRDs are listed, and calls kick at
+// every change of a CRD after that, until ctx is done. The CRDs are kept
+// without their schemas, which are most of their size.
+func (w *resourceWatch) watchCRDs(ctx context.Context, kick func(), listed chan<- struct{}) error {
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return err
@@ -220,7 +231,7 @@ func (w *resourceWatch) watchCRDs(ctx context.Context, kick func()) error {
 	}
 	// The first listing is what discovery has just told; only changes
 	// after it ask discovery again.
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+	registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(_ any, initial bool) {
 			if !initial {
 				kick()
@@ -228,10 +239,20 @@ func (w *resourceWatch) watchCRDs(ctx context.Context, kick func()) error {
 		},
 		UpdateFunc: func(_, _ any) { kick() },
 		DeleteFunc: func(any) { kick() },
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("follow the CRDs: %w", err)
 	}
-	return c.Start(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	running, stop := context.WithCancel(ctx)
+	defer stop()
+	wg.Go(func() {
+		if toolscache.WaitForCacheSync(running.Done(), registration.HasSynced) {
+			close(listed)
+		}
+	})
+	return c.Start(running)
 }
 
 // stripCRD drops what the watch of CRDs does not need.
