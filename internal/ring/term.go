@@ -28,7 +28,7 @@ type term struct {
 	sourcesMu sync.Mutex
 	sources   []source
 	queue     workqueue.TypedRateLimitingInterface[key]
-	tally   tally
+	tally     tally
 
 	mu       sync.Mutex
 	members  []string // the live members, as last computed
