@@ -98,14 +98,7 @@ func TestResourcesThatAppearAndGoAtRuntime(t *testing.T) {
 
 	crd := lateCRD("latecomers", "Latecomer", group, "Namespaced", []string{category, category + "-created"})
 	installCRD(t, crd)
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(group + "/v1")
-	obj.SetKind("Latecomer")
-	obj.SetNamespace(ns)
-	obj.SetName("late-1")
-	eventually(t, "an object of the new resource can be created", func() bool {
-		return env.Client.Create(context.Background(), obj.DeepCopy()) == nil
-	})
+	obj := createLate(t, group, "Latecomer", ns, "late-1")
 	eventually(t, "the object is handled by name and by category", func() bool {
 		return byName.createdIn(ns) && byCategory.createdIn(ns)
 	})
@@ -132,11 +125,7 @@ func TestResourcesThatAppearAndGoAtRuntime(t *testing.T) {
 	})
 	// The operator goes on: the resource served again is served again.
 	installCRD(t, lateCRD("latecomers", "Latecomer", group, "Namespaced", []string{category, category + "-created"}))
-	eventually(t, "an object of the reinstalled resource can be created", func() bool {
-		o := obj.DeepCopy()
-		o.SetName("late-2")
-		return env.Client.Create(context.Background(), o) == nil
-	})
+	createLate(t, group, obj.GetKind(), ns, "late-2")
 	eventually(t, "the object of the reinstalled resource is handled", func() bool {
 		byName.mu.Lock()
 		defer byName.mu.Unlock()
@@ -181,6 +170,21 @@ func TestEverythingWithAFilter(t *testing.T) {
 			t.Fatalf("timed out; seen: %v", want)
 		}
 	}
+}
+
+// createLate creates an object of a kind whose CRD a test has just
+// installed, once the API server serves it, and returns it.
+func createLate(t *testing.T, group, kind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(group + "/v1")
+	obj.SetKind(kind)
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	eventually(t, "an object of "+kind+" can be created", func() bool {
+		return env.Client.Create(context.Background(), obj.DeepCopy()) == nil
+	})
+	return obj
 }
 
 // lateCRD is a CRD made by a test.
@@ -239,13 +243,6 @@ func TestForKindWaitsForItsCRD(t *testing.T) {
 		t.Errorf("the wait was logged %d times, want once", n)
 	}
 	installCRD(t, lateCRD("waiters", "Waiter", group, "Namespaced", nil))
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(group + "/v1")
-	obj.SetKind("Waiter")
-	obj.SetNamespace(ns)
-	obj.SetName("waiter-1")
-	eventually(t, "an object of the new kind can be created", func() bool {
-		return env.Client.Create(context.Background(), obj.DeepCopy()) == nil
-	})
+	createLate(t, group, "Waiter", ns, "waiter-1")
 	eventually(t, "the object of the kind installed later is handled", func() bool { return served.createdIn(ns) })
 }
