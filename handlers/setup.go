@@ -202,3 +202,10 @@ func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Installed
 // handlers (and in login handlers, which run before there is a manager),
 // it is nil.
 func Client(ctx context.Context) client.Client { return reactor.ClientFrom(ctx) }
+
+// WithClient returns a context in which Client returns c: for unit tests
+// of handlers, with controller-runtime's fake client (see
+// pkg/handlertest).
+func WithClient(ctx context.Context, c client.Client) context.Context {
+	return reactor.WithClient(ctx, c)
+}

@@ -47,6 +47,28 @@ func (r *runner) stopReason() StopReason {
 	return r.reason
 }
 
+// bodyOf is the object as a map; nil if it cannot be made, which is
+// logged.
+func (r *runner) bodyOf(obj causes.Object) map[string]any {
+	body, err := r.obj.host.Body(obj)
+	if err != nil {
+		r.log.Error(err, "The object cannot be read as a map.")
+		return nil
+	}
+	return body
+}
+
+func (r *runner) stoppedChan() <-chan struct{} { return r.stopped }
+
+// latest reads the object afresh.
+func (r *runner) latest(ctx context.Context) (causes.Object, error) {
+	obj, err := r.obj.host.Fetch(ctx, r.obj.ref)
+	if err != nil {
+		return nil, fmt.Errorf("read the latest %s: %w", r.obj.ref, err)
+	}
+	return obj, nil
+}
+
 // isStopped reports whether the runner was asked to stop, without waiting.
 func (r *runner) isStopped() bool {
 	select {

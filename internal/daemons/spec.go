@@ -2,7 +2,6 @@ package daemons
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -117,7 +116,7 @@ type DaemonCause struct {
 	// Indices are the operator's indices.
 	Indices *indexing.Indices
 
-	r   *runner
+	r   control
 	now time.Time
 	// obj is the object when the call began; body its map, made on the
 	// first call of Body (a running daemon holds it as long as it runs).
@@ -131,12 +130,7 @@ type DaemonCause struct {
 // converted on the first call (nil if that fails, which is logged).
 func (d *DaemonCause) Body() map[string]any {
 	d.bodyOnce.Do(func() {
-		body, err := d.r.obj.host.Body(d.obj)
-		if err != nil {
-			d.r.log.Error(err, "The object cannot be read as a map.")
-			return
-		}
-		d.body = body
+		d.body = d.r.bodyOf(d.obj)
 	})
 	return d.body
 }
@@ -144,7 +138,7 @@ func (d *DaemonCause) Body() map[string]any {
 // Stopped is closed when the daemon is asked to stop (the object is
 // deleted or stops matching, the operator pauses or exits). The context is
 // cancelled at the same time, or after the cancellation backoff.
-func (d *DaemonCause) Stopped() <-chan struct{} { return d.r.stopped }
+func (d *DaemonCause) Stopped() <-chan struct{} { return d.r.stoppedChan() }
 
 // StopReason says why the daemon is stopping; zero while it is not.
 func (d *DaemonCause) StopReason() StopReason { return d.r.stopReason() }
@@ -158,9 +152,15 @@ func (d *DaemonCause) Sleep(ctx context.Context, duration time.Duration) bool {
 // Latest returns a fresh copy of the object as the operator's cache has it
 // now; a daemon that runs for long sees the object's changes through it.
 func (d *DaemonCause) Latest(ctx context.Context) (causes.Object, error) {
-	obj, err := d.r.obj.host.Fetch(ctx, d.r.obj.ref)
-	if err != nil {
-		return nil, fmt.Errorf("read the latest %s: %w", d.r.obj.ref, err)
-	}
-	return obj, nil
+	return d.r.latest(ctx)
+}
+
+// control is what a DaemonCause asks of whoever runs the call: the
+// supervisor's runner, or a test's Detached.
+type control interface {
+	bodyOf(obj causes.Object) map[string]any
+	stoppedChan() <-chan struct{}
+	stopReason() StopReason
+	sleep(ctx context.Context, d time.Duration) bool
+	latest(ctx context.Context) (causes.Object, error)
 }

@@ -29,7 +29,7 @@ func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.Ac
 	for _, h := range handlers {
 		states[h.ID] = &execution.HandlerState{Active: true, Started: start}
 	}
-	hctx := withClient(posting.NewContext(logr.NewContext(ctx, log), s.Poster), s.Client)
+	hctx := WithClient(posting.NewContext(logr.NewContext(ctx, log), s.Poster), s.Client)
 	for {
 		now := s.Clock.Now()
 		for _, h := range handlers {

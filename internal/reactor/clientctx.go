@@ -8,8 +8,9 @@ import (
 
 type clientKey struct{}
 
-// withClient puts the operator's client into a handler's context.
-func withClient(ctx context.Context, c client.Client) context.Context {
+// WithClient returns a context in which ClientFrom returns c (a nil c
+// leaves ctx as it is).
+func WithClient(ctx context.Context, c client.Client) context.Context {
 	if c == nil {
 		return ctx
 	}

@@ -51,7 +51,7 @@ func (p *Prober) Results(ctx context.Context) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	results, err := map[string]any{}, error(nil)
-	hctx := withClient(posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster), p.settings.Client)
+	hctx := WithClient(posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster), p.settings.Client)
 	for _, h := range p.handlers {
 		st := &execution.HandlerState{Active: true, Started: now}
 		a := &causes.Activity{HandlerID: h.ID, Started: now, Memo: p.settings.Memo, Indices: p.settings.Indices}

@@ -134,7 +134,7 @@ func (r *reconciler) report(ctx context.Context, c *cycle, what, value, reason, 
 // handlerContext is the context a handler runs in: the logger, and the
 // poster for its Events.
 func (r *reconciler) handlerContext(ctx context.Context, log logr.Logger) context.Context {
-	return withClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
+	return WithClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
 }
 
 // reconciles reports whether the kind has a controller: change handlers,

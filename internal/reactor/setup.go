@@ -162,7 +162,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 		Clock:          s.Clock,
 		Logger:         mgr.GetLogger().WithName("daemons"),
 		Indices:        s.Indices,
-		BaseContext:    withClient(posting.NewContext(context.Background(), s.Poster), s.Client),
+		BaseContext:    WithClient(posting.NewContext(context.Background(), s.Poster), s.Client),
 		Local:          posting.Local,
 		Observer:       daemonMetrics{},
 	})
