@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,8 +47,20 @@ type Flags struct {
 	// AllNamespaces serves the whole cluster (the default when no
 	// namespace is given).
 	AllNamespaces bool
-	// Verbose logs debug lines too.
+	// Verbose logs debug lines too (-v, --verbose, -d, --debug).
 	Verbose bool
+	// Quiet logs errors only (-q, --quiet).
+	Quiet bool
+	// LogFormat is plain (the default, also empty: time, level, logger, message and
+	// values on one line), full (plain with the caller), or json (one JSON
+	// object per line, for log collectors), as Kopf's --log-format.
+	LogFormat string
+	// WebhookHost, WebhookPort and WebhookCertDir configure the webhook
+	// server (controller-runtime's webhook.Options); the flags win over
+	// Options.WebhookServer.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
 	// Kubeconfig is the kubeconfig file; default: $KUBECONFIG, then
 	// ~/.kube/config, then the in-cluster configuration.
 	Kubeconfig string
@@ -84,6 +97,13 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.BoolVar(&f.Verbose, "verbose", false, "log debug lines too")
 	fs.BoolVar(&f.Verbose, "v", false, "short for --verbose")
 	fs.BoolVar(&f.Verbose, "debug", false, "same as --verbose")
+	fs.BoolVar(&f.Verbose, "d", false, "short for --debug")
+	fs.BoolVar(&f.Quiet, "quiet", false, "log errors only")
+	fs.BoolVar(&f.Quiet, "q", false, "short for --quiet")
+	fs.StringVar(&f.LogFormat, "log-format", "", `plain, full or json (default "plain")`)
+	fs.StringVar(&f.WebhookHost, "webhook-host", "", "the address the webhook server listens on (default: all)")
+	fs.IntVar(&f.WebhookPort, "webhook-port", 0, "the webhook server's port (default 9443)")
+	fs.StringVar(&f.WebhookCertDir, "webhook-cert-dir", "", "the directory with the webhook server's tls.crt and tls.key")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "the kubeconfig file")
 	fs.StringVar(&f.Liveness, "liveness", "", "serve the probes' results at this URL, e.g. http://0.0.0.0:8080/healthz")
 	fs.StringVar(&f.Liveness, "L", "", "short for --liveness")
@@ -94,6 +114,14 @@ func ParseFlags(args []string) (Flags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("parse the command line: unexpected arguments %q", fs.Args())
+	}
+	switch f.LogFormat {
+	case "", "plain", "full", "json":
+	default:
+		return f, fmt.Errorf("parse the command line: --log-format must be plain, full or json, not %q", f.LogFormat)
+	}
+	if f.Verbose && f.Quiet {
+		return f, errors.New("parse the command line: --verbose and --quiet exclude each other")
 	}
 	if f.AllNamespaces && len(f.Namespaces) > 0 {
 		return f, errors.New("parse the command line: --all-namespaces and --namespace exclude each other")
@@ -123,12 +151,7 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return err
 	}
-	level := zapcore.InfoLevel
-	if f.Verbose {
-		level = zapcore.DebugLevel
-	}
-	// Stack traces would point into the engine, not at the handler's error.
-	logger := zap.New(zap.ConsoleEncoder(), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel))
+	logger := runnerLogger(f, os.Stderr)
 	ctrl.SetLogger(logger)
 	cfg, err := clusterConfig(ctx, reg, opts, f.Kubeconfig)
 	if err != nil {
@@ -158,6 +181,27 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	}
 	logger.Info("Operator has stopped.")
 	return nil
+}
+
+// runnerLogger is the runner's logger writing to out, as the flags ask:
+// its level and format.
+func runnerLogger(f Flags, out io.Writer) logr.Logger {
+	level := zapcore.InfoLevel
+	switch {
+	case f.Verbose:
+		level = zapcore.DebugLevel
+	case f.Quiet:
+		level = zapcore.ErrorLevel
+	}
+	// Stack traces would point into the engine, not at the handler's error.
+	opts := []zap.Opts{zap.ConsoleEncoder(), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel), zap.WriteTo(out)}
+	switch f.LogFormat {
+	case "json":
+		opts = append(opts, zap.JSONEncoder())
+	case "full":
+		opts = append(opts, zap.RawZapOpts(uberzap.AddCaller()))
+	}
+	return zap.New(opts...)
 }
 
 // runManager runs the manager until ctx ends, with its graceful stop. If
@@ -213,9 +257,24 @@ func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) (manager.Op
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddress(f, opts)},
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
-		WebhookServer:           webhook.NewServer(opts.WebhookServer),
+		WebhookServer:           webhook.NewServer(webhookOptions(f, opts.WebhookServer)),
+		Scheme:                  opts.Scheme,
 		Cache:                   cacheOpts,
 	}, nil
+}
+
+// webhookOptions are the webhook server's options with the flags' added.
+func webhookOptions(f Flags, o webhook.Options) webhook.Options {
+	if f.WebhookHost != "" {
+		o.Host = f.WebhookHost
+	}
+	if f.WebhookPort != 0 {
+		o.Port = f.WebhookPort
+	}
+	if f.WebhookCertDir != "" {
+		o.CertDir = f.WebhookCertDir
+	}
+	return o
 }
 
 // withFlags returns the options with the command line's namespaces and

@@ -1,9 +1,13 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +50,13 @@ func TestParseFlags(t *testing.T) {
 		{"unknown flag", []string{"--nope"}, Flags{}, true},
 		{"positional argument", []string{"main.go"}, Flags{}, true},
 		{"debug is verbose", []string{"--debug"}, Flags{Verbose: true}, false},
+		{"-d is verbose", []string{"-d"}, Flags{Verbose: true}, false},
+		{"quiet", []string{"-q"}, Flags{Quiet: true}, false},
+		{"quiet and verbose", []string{"-q", "-v"}, Flags{}, true},
+		{"json logs", []string{"--log-format=json"}, Flags{LogFormat: "json"}, false},
+		{"an unknown log format", []string{"--log-format=xml"}, Flags{}, true},
+		{"the webhook server", []string{"--webhook-host=127.0.0.1", "--webhook-port=8443", "--webhook-cert-dir=/certs"},
+			Flags{WebhookHost: "127.0.0.1", WebhookPort: 8443, WebhookCertDir: "/certs"}, false},
 		{"metrics as kubebuilder names the flag", []string{"--metrics-bind-address", ":8080"}, Flags{MetricsBindAddress: ":8080"}, false},
 		{"metrics off", []string{"--metrics-bind-address=0"}, Flags{MetricsBindAddress: "0"}, false},
 		{"a shard ring", []string{"--shard-ring=main"}, Flags{ShardRing: "main"}, false},
@@ -132,5 +143,34 @@ func TestWithFlagsShardRing(t *testing.T) {
 	}
 	if got := withFlags(opts, Flags{}).Sharding.Ring; got != "from-options" {
 		t.Errorf("withFlags() without --shard-ring: ring %q, want the options' own", got)
+	}
+}
+
+// The runner's logs come in Kopf's formats and levels: JSON lines for log
+// collectors, and only errors when quiet.
+func TestRunnerLogger(t *testing.T) {
+	var out bytes.Buffer
+	log := runnerLogger(Flags{LogFormat: "json"}, &out)
+	log.Info("Handler 'create_fn' succeeded.", "name", "kex")
+	var line map[string]any
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("the json log line %q does not parse: %v", out.String(), err)
+	}
+	if line["msg"] != "Handler 'create_fn' succeeded." || line["name"] != "kex" {
+		t.Errorf("the json log line = %v, want the message and the name", line)
+	}
+
+	out.Reset()
+	quiet := runnerLogger(Flags{Quiet: true}, &out)
+	quiet.Info("an info line")
+	quiet.Error(errors.New("boom"), "an error line")
+	if got := out.String(); strings.Contains(got, "an info line") || !strings.Contains(got, "an error line") {
+		t.Errorf("the quiet log = %q, want the error line only", got)
+	}
+
+	out.Reset()
+	runnerLogger(Flags{LogFormat: "full"}, &out).Info("with the caller")
+	if got := out.String(); !strings.Contains(got, "run_test.go") {
+		t.Errorf("the full log line = %q, want the caller", got)
 	}
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/runtime"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -81,8 +82,13 @@ type Options struct {
 	Webhooks WebhookOptions
 	// WebhookServer configures the webhook server of the manager that the
 	// standalone runner makes (address, port, certificates); embedded, the
-	// manager's own applies.
+	// manager's own applies. The runner's --webhook-* flags win over it.
 	WebhookServer webhook.Options
+	// Scheme is the scheme of the manager that the standalone runner makes:
+	// the Go types of the kinds its handlers use (For[T]) and read.
+	// Default: client-go's, with the built-in kinds only. Embedded, the
+	// manager's own applies.
+	Scheme *runtime.Scheme
 	// MetricsBindAddress is where the standalone runner's manager serves
 	// /metrics over HTTP (e.g. ":8080"); empty or "0": off. The runner's
 	// --metrics-bind-address wins over it. Embedded, the manager's own
