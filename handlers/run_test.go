@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 func TestParseFlagsPeeringFromEnvironment(t *testing.T) {
@@ -172,5 +175,22 @@ func TestRunnerLogger(t *testing.T) {
 	runnerLogger(Flags{LogFormat: "full"}, &out).Info("with the caller")
 	if got := out.String(); !strings.Contains(got, "run_test.go") {
 		t.Errorf("the full log line = %q, want the caller", got)
+	}
+}
+
+// The runner's manager takes the program's scheme, and the webhook flags
+// win over the options.
+func TestRunnerManagerOptions(t *testing.T) {
+	s := runtime.NewScheme()
+	mopts, err := runnerManagerOptions(logr.Discard(), Flags{}, Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mopts.Scheme != s {
+		t.Error("the runner's manager does not use the given scheme")
+	}
+	got := webhookOptions(Flags{WebhookPort: 8443, WebhookCertDir: "/certs"}, webhook.Options{Host: "0.0.0.0", Port: 9443})
+	if got.Host != "0.0.0.0" || got.Port != 8443 || got.CertDir != "/certs" {
+		t.Errorf("webhook options = %+v, want the flags over the options", got)
 	}
 }
