@@ -194,3 +194,14 @@ func TestRunnerManagerOptions(t *testing.T) {
 		t.Errorf("webhook options = %+v, want the flags over the options", got)
 	}
 }
+
+// A zero consistency timeout is the default; NoConsistencyWait disables
+// the wait, as Kopf's zero does.
+func TestConsistencyTimeoutZeroIsExplicit(t *testing.T) {
+	if got := (Options{}).settings().WithDefaults().ConsistencyTimeout; got != 5*time.Second {
+		t.Errorf("the default = %s, want 5s", got)
+	}
+	if got := (Options{ConsistencyTimeout: NoConsistencyWait}).settings().WithDefaults().ConsistencyTimeout; got >= 0 {
+		t.Errorf("NoConsistencyWait = %s, want a negative timeout (no wait)", got)
+	}
+}

@@ -23,17 +23,18 @@ type Options struct {
 	Finalizer string
 	// ProgressStorage keeps per-handler progress. Default: annotations
 	// under "kopf.zalando.org/", reading Kopf's legacy status records too
-	// (progress.NewSmart()).
+	// (NewSmartProgress()).
 	ProgressStorage ProgressStorage
 	// DiffBaseStorage keeps the last handled essence. Default: the
 	// annotation "kopf.zalando.org/last-handled-configuration"
-	// (diffbase.NewAnnotations()).
+	// (NewDiffBaseInAnnotations()).
 	DiffBaseStorage DiffBaseStorage
 	// DefaultBackoff is the retry delay after arbitrary errors. Default 60 s.
 	DefaultBackoff time.Duration
 	// ConsistencyTimeout bounds the wait for the cache to show this
-	// operator's own last write before change handlers run again. Default
-	// 5 s; negative disables the wait.
+	// operator's own last write before change handlers run again. Zero
+	// means the default, 5 s; NoConsistencyWait disables the wait (which
+	// Kopf's consistency_timeout = 0 does: a zero here does not).
 	ConsistencyTimeout time.Duration
 	// MaxConcurrentReconciles is how many objects of one kind are handled
 	// at once. Default 16.
@@ -201,6 +202,11 @@ func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Installed
 	}
 	return installed, setupWebhooks(mgr, reg, opts.Webhooks)
 }
+
+// NoConsistencyWait, as Options.ConsistencyTimeout, lets change handlers
+// run on whatever the cache has, without waiting for the operator's own
+// last write to show (Kopf's consistency_timeout = 0).
+const NoConsistencyWait time.Duration = -1
 
 // Client returns the operator's client in a handler (of any kind: change,
 // daemon, timer, on-event, index, activity): the manager's client, which
