@@ -13,11 +13,11 @@ import (
 // not yet run, delayed by a temporary error, failed permanently, out of
 // retries, and a parent waiting for its sub-handlers.
 var kopfRecords = map[string]string{
-	"create_a": `{"started":"2026-12-01T10:00:00.123456+00:00","stopped":"2026-12-01T10:00:01.500000+00:00","purpose":"create","retries":1,"success":true,"failure":false}`,
-	"create_b": `{"started":"2026-12-01T10:00:00.123456+00:00","purpose":"create","retries":0,"success":false,"failure":false}`,
-	"temp":     `{"started":"2026-12-01T10:00:00.000000+00:00","delayed":"2026-12-01T10:01:00.000000+00:00","purpose":"create","retries":1,"success":false,"failure":false,"message":"not yet"}`,
-	"perm":     `{"started":"2026-12-01T10:00:00.000000+00:00","stopped":"2026-12-01T10:00:00.200000+00:00","purpose":"create","retries":1,"success":false,"failure":true,"message":"nope"}`,
-	"arb_fn":   `{"started":"2026-12-01T10:00:00.000000+00:00","stopped":"2026-12-01T10:02:00.000000+00:00","purpose":"update","retries":2,"success":false,"failure":true,"message":"Handler 'arb_fn' failed with an exception and will stop now (it would exceed 2 retries on the next attempt): boom 1"}`,
+	"create_a":  `{"started":"2026-12-01T10:00:00.123456+00:00","stopped":"2026-12-01T10:00:01.500000+00:00","purpose":"create","retries":1,"success":true,"failure":false}`,
+	"create_b":  `{"started":"2026-12-01T10:00:00.123456+00:00","purpose":"create","retries":0,"success":false,"failure":false}`,
+	"temp":      `{"started":"2026-12-01T10:00:00.000000+00:00","delayed":"2026-12-01T10:01:00.000000+00:00","purpose":"create","retries":1,"success":false,"failure":false,"message":"not yet"}`,
+	"perm":      `{"started":"2026-12-01T10:00:00.000000+00:00","stopped":"2026-12-01T10:00:00.200000+00:00","purpose":"create","retries":1,"success":false,"failure":true,"message":"nope"}`,
+	"arb_fn":    `{"started":"2026-12-01T10:00:00.000000+00:00","stopped":"2026-12-01T10:02:00.000000+00:00","purpose":"update","retries":2,"success":false,"failure":true,"message":"Handler 'arb_fn' failed with an exception and will stop now (it would exceed 2 retries on the next attempt): boom 1"}`,
 	"create_fn": `{"started":"2026-12-01T10:00:00.000000+00:00","delayed":"2026-12-01T10:00:30.000000+00:00","purpose":"create","retries":2,"success":false,"failure":false,"message":"None","subrefs":["create_fn/item1","create_fn/item2"]}`,
 }
 
