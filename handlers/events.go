@@ -67,8 +67,9 @@ func post(ctx context.Context, objs runtime.Object, eventType, reason, message s
 }
 
 // PostingSettings are the gates of Events (Kopf's settings.posting):
-// Disabled, Level, and Loggers (log lines of handlers posted as Events).
-// Options.Posting takes them; the zero value is Kopf's defaults.
+// Disabled, Level, and Loggers (log lines of handlers posted as Events);
+// and who posts them, ReportingComponent ("kopf") and ReportingInstance
+// ("dev"). Options.Posting takes them; the zero value is Kopf's defaults.
 type PostingSettings = posting.Settings
 
 // PostingLevel is the least level of the Events that are posted.

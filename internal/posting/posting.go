@@ -156,7 +156,7 @@ func (p *Poster) build(ref Ref, eventType, reason, message string) *corev1.Event
 	if namespace == "" {
 		namespace = orDefault(p.DefaultNamespace, DefaultNamespace)
 	}
-	component := orDefault(p.ReportingComponent, DefaultReportingComponent)
+	component := orDefault(p.ReportingComponent, orDefault(p.Settings.ReportingComponent, DefaultReportingComponent))
 	return &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: orDefault(p.NamePrefix, DefaultNamePrefix),
@@ -175,7 +175,7 @@ func (p *Poster) build(ref Ref, eventType, reason, message string) *corev1.Event
 		Action:              Action,
 		Source:              corev1.EventSource{Component: component},
 		ReportingController: component,
-		ReportingInstance:   orDefault(p.ReportingInstance, DefaultReportingInstance),
+		ReportingInstance:   orDefault(p.ReportingInstance, orDefault(p.Settings.ReportingInstance, DefaultReportingInstance)),
 		FirstTimestamp:      now,
 		LastTimestamp:       now,
 		EventTime:           metav1.NewMicroTime(now.Time),

@@ -136,6 +136,16 @@ func TestBuildCustomNames(t *testing.T) {
 	}
 }
 
+// The reporting component and instance come from the settings (Kopf's
+// settings.posting.reporting_component and reporting_instance).
+func TestBuildReportingFromSettings(t *testing.T) {
+	p := &Poster{Settings: Settings{ReportingComponent: "my-operator", ReportingInstance: "replica-1"}}
+	got := p.build(exampleRef, "Normal", "R", "m")
+	if got.Source.Component != "my-operator" || got.ReportingController != "my-operator" || got.ReportingInstance != "replica-1" {
+		t.Errorf("build() = %+v, want the settings' component and instance", got)
+	}
+}
+
 func TestPost(t *testing.T) {
 	c := fake.NewClientBuilder().Build()
 	p := &Poster{Client: c, Now: func() time.Time { return fixedNow }}

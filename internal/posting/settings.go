@@ -30,6 +30,11 @@ type Settings struct {
 	// Loggers posts handler log lines as Events with reason "Logging"
 	// (Kopf: settings.posting.loggers, False since Kopf 1.44).
 	Loggers bool
+	// ReportingComponent and ReportingInstance say who posts the Events
+	// (Kopf: settings.posting.reporting_component, default "kopf", and
+	// reporting_instance, default "dev"); a Poster's own fields win.
+	ReportingComponent string
+	ReportingInstance  string
 }
 
 // Allows tells whether an Event of the level passes the gates.
