@@ -10,9 +10,27 @@ import (
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
-// AdmissionRequest is what a webhook handler learns beside its object: the
-// operation, dry run, the user, the subresource, old/new bodies and their
-// diff, the HTTP headers, warnings to return, and a patch (for mutators).
+// AdmissionRequest is what a webhook handler learns beside its object.
+// Its fields:
+//
+//	HandlerID         string                the handler's id
+//	Type              validating or mutating
+//	UID               types.UID             the admission request's
+//	Operation         AdmissionOperation    CREATE, UPDATE, DELETE or CONNECT
+//	DryRun            bool                  nothing is persisted: skip side effects
+//	UserInfo          authenticationv1.UserInfo  who makes the API request
+//	Subresource       string                "status", "scale", or "" for the resource
+//	Resource          schema.GroupVersionResource
+//	Name, Namespace   string
+//	Body              map[string]any        the new object, or the old one on deletion
+//	Old, New          map[string]any        before and after; nil when absent
+//	Diff              Diff                  from Old to New
+//	Headers           http.Header           of the API server's HTTP request
+//	PeerCertificates  []*x509.Certificate   the API server's client certificates
+//	Warnings          []string              returned to the client; add with Warn
+//	Patch             *Patch                a mutator's changes, rendered as a JSONPatch
+//
+// pkg/handlertest builds requests for unit tests (Admission).
 type AdmissionRequest = admission.Request
 
 // AdmissionError denies an API request with a message and a status code

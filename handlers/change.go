@@ -7,14 +7,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/diff"
 	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
-// Cause is what a change handler learns beside its object: the reason,
-// old/new/diff, the retry count and timing, and a patch for changes to
-// the object.
+// Cause is what a change handler learns beside its object (Kopf's
+// kwargs). Its fields:
+//
+//	Reason     Reason            create, update, delete or resume
+//	HandlerID  string            the id of the handler being called
+//	Body       map[string]any    the whole object as a map; read-only
+//	Old, New   any               the last handled and the current essence (for a
+//	                             handler of a field, that field's values); nil if absent
+//	Diff       Diff              the changes from Old to New: Op, Field, Old, New
+//	Retry      int               earlier attempts of this handler for this cause
+//	Started    time.Time         when the first attempt began
+//	Runtime    time.Duration     since then
+//	Patch      *Patch            changes to the object, written after the handler
+//	Memo       *Memo             the object's memo, shared with its daemons
+//	Indices    *Indices          the operator's indices, by index id
+//
+// pkg/handlertest builds causes for unit tests.
 type Cause = causes.Cause
+
+// Diff lists the changes between two states of an object, as Kopf's
+// diff: each Item has an Op ("add", "change", "remove"), a Field path, and
+// the Old and New values. String renders it as Kopf logs it.
+type Diff = diff.Diff
 
 // Reason is why a handler runs.
 type Reason = causes.Reason
@@ -116,7 +136,7 @@ func Subhandler[T client.Object](c *Cause, id string, fn ChangeFunc[T], opts ...
 		h.ID = registry.FieldID(h.ID, h.Field)
 		h.FieldNeedsChange = true
 	}
-	if !c.AddSubhandler(h) {
+	if !causes.AddSubhandler(c, h) {
 		return fmt.Errorf("register the sub-handler %q: sub-handlers can be registered only while a change handler runs", id)
 	}
 	return nil

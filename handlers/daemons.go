@@ -12,9 +12,27 @@ import (
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
-// DaemonCause is what a daemon or timer learns beside its object: its
-// retry count and timing, a patch, and (for daemons) Stopped, StopReason,
-// Sleep and Latest.
+// DaemonCause is what a daemon or timer learns beside its object. Its
+// fields:
+//
+//	HandlerID  string          the daemon's or timer's id
+//	Retry      int             earlier failed attempts (a timer's: since its last success)
+//	Started    time.Time       when the first of them began
+//	Runtime    time.Duration   since then
+//	Patch      *Patch          changes to the object, written when the call returns
+//	Memo       *Memo           the object's memo, shared with its change handlers
+//	Indices    *Indices        the operator's indices
+//
+// and its methods:
+//
+//	Body() map[string]any                          the object when the call began
+//	Stopped() <-chan struct{}                      closed when asked to stop
+//	StopReason() StopReason                        why; zero while not stopping
+//	Sleep(ctx, d) bool                             false as soon as asked to stop
+//	Latest(ctx) (object, error)                    the object as the cache has it now (see Latest)
+//
+// pkg/handlertest makes one for unit tests (NewDaemon), with a stop the
+// test controls.
 type DaemonCause = daemons.DaemonCause
 
 // DaemonFunc is a daemon or a timer. A non-nil result lands in status.<id>

@@ -131,13 +131,14 @@ type Cause struct {
 	subhandlers *[]any
 }
 
-// AllowSubhandlers lets the handler that gets this cause register
-// sub-handlers.
-func (c *Cause) AllowSubhandlers() { c.subhandlers = &[]any{} }
+// AllowSubhandlers lets the handler that gets the cause register
+// sub-handlers. (Functions, not methods: the cause is the users' type,
+// and this is the engine's plumbing.)
+func AllowSubhandlers(c *Cause) { c.subhandlers = &[]any{} }
 
 // AddSubhandler registers a sub-handler (the engine's handler type) and
 // reports whether sub-handlers can be registered here at all.
-func (c *Cause) AddSubhandler(h any) bool {
+func AddSubhandler(c *Cause, h any) bool {
 	if c.subhandlers == nil {
 		return false
 	}
@@ -145,8 +146,8 @@ func (c *Cause) AddSubhandler(h any) bool {
 	return true
 }
 
-// Subhandlers are the sub-handlers registered so far.
-func (c *Cause) Subhandlers() []any {
+// Subhandlers are the sub-handlers registered so far with the cause.
+func Subhandlers(c *Cause) []any {
 	if c.subhandlers == nil {
 		return nil
 	}

@@ -188,15 +188,15 @@ func (r *reconciler) invoke(ctx context.Context, c *cycle, subject *registry.Sub
 	cause.Retry = hs.Retries
 	cause.Started = hs.Started
 	cause.Runtime = hs.Runtime(now)
-	cause.AllowSubhandlers()
+	causes.AllowSubhandlers(&cause)
 	obj := c.obj.DeepCopyObject().(registry.Object)
 	var subrefs []string
 	outcome := execution.Execute(r.handlerContext(ctx, c.log), &h.Handler, hs, now, r.settings.defaults(), func(ctx context.Context) (any, error) {
 		result, err := h.Fn(ctx, obj, &cause)
-		if err != nil || len(cause.Subhandlers()) == 0 {
+		if err != nil || len(causes.Subhandlers(&cause)) == 0 {
 			return result, err
 		}
-		done, delay, refs := r.runSubhandlers(ctx, c, subject, h.ID, cause.Subhandlers(), now)
+		done, delay, refs := r.runSubhandlers(ctx, c, subject, h.ID, causes.Subhandlers(&cause), now)
 		subrefs = refs
 		if !done {
 			return nil, &execution.ChildrenRetry{Delay: delay}

@@ -98,7 +98,7 @@ func build(reason causes.Reason, old, obj client.Object, opts []Option) *handler
 		c.Old = diffbase.BuildEssence(mustBody(old), nil, nil)
 	}
 	c.Diff = diff.Compute(c.Old, c.New)
-	c.AllowSubhandlers()
+	causes.AllowSubhandlers(c)
 	for _, o := range opts {
 		o(c)
 	}
@@ -136,7 +136,7 @@ func Patch(c *handlers.Cause) map[string]any { return c.Patch.Body() }
 // itself.
 func Subhandlers(c *handlers.Cause) []string {
 	var ids []string
-	for _, h := range c.Subhandlers() {
+	for _, h := range causes.Subhandlers(c) {
 		if ch, ok := h.(*registry.ChangeHandler); ok {
 			ids = append(ids, ch.ID)
 		}
