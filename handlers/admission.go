@@ -14,6 +14,7 @@ import (
 // Its fields:
 //
 //	HandlerID         string                the handler's id
+//	Param             any                   the value it was registered with (Param)
 //	Type              validating or mutating
 //	UID               types.UID             the admission request's
 //	Operation         AdmissionOperation    CREATE, UPDATE, DELETE or CONNECT

@@ -17,6 +17,7 @@ import (
 //
 //	Reason     Reason            create, update, delete or resume
 //	HandlerID  string            the id of the handler being called
+//	Param      any               the value it was registered with (Param)
 //	Body       map[string]any    the whole object as a map; read-only
 //	Old, New   any               the last handled and the current essence (for a
 //	                             handler of a field, that field's values); nil if absent

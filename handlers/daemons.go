@@ -16,6 +16,7 @@ import (
 // fields:
 //
 //	HandlerID  string          the daemon's or timer's id
+//	Param      any             the value it was registered with (Param)
 //	Retry      int             earlier failed attempts (a timer's: since its last success)
 //	Started    time.Time       when the first of them began
 //	Runtime    time.Duration   since then

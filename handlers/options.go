@@ -282,3 +282,41 @@ func Equals(value any) Filter { return registry.Equals(value) }
 
 // Check matches when fn returns true; fn gets nil for an absent value.
 func Check(fn func(value any) bool) Filter { return registry.Check(fn) }
+
+// ParamOption is Param: an option of every handler.
+type ParamOption interface {
+	FilterOption
+	LimitOption
+}
+
+// param is the value handed to the handler in its cause.
+type param struct{ v any }
+
+func (p param) apply(t *target) {
+	if t.handler != nil {
+		t.handler.Param = p.v
+	}
+	if t.webhook != nil {
+		t.webhook.Param = p.v
+	}
+}
+func (param) activity() {}
+func (param) event()    {}
+func (param) create()   {}
+func (param) update()   {}
+func (param) delete()   {}
+func (param) resume()   {}
+func (param) index()    {}
+func (param) daemon()   {}
+func (param) timer()    {}
+func (param) webhook()  {}
+
+// Param hands v to the handler in its cause (Cause.Param,
+// DaemonCause.Param, RawEvent.Param, AdmissionRequest.Param, ...), as
+// Kopf's param=: one function registered several times, under several
+// ids, each with a value of its own.
+//
+//	for _, tier := range []string{"gold", "silver"} {
+//		handlers.OnCreate(kind, "create_"+tier, createFn, handlers.Param(tier))
+//	}
+func Param(v any) ParamOption { return param{v} }

@@ -53,6 +53,9 @@ type Handler struct {
 	// webhook in managed configurations.
 	ID   string
 	Type Type
+	// Param is the value the handler was registered with, handed to it in
+	// its request.
+	Param any
 	// Operations the handler's webhook is called for; nil means all. A
 	// non-nil empty list is a registration error, as in Kopf.
 	Operations []Operation

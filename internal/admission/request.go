@@ -21,6 +21,8 @@ import (
 type Request struct {
 	// HandlerID is the id of the handler being called.
 	HandlerID string
+	// Param is the value the handler was registered with.
+	Param any
 	// Type is the type of the handler being called.
 	Type Type
 	// UID identifies the admission request.
@@ -141,7 +143,7 @@ func orNil(m map[string]any) any {
 // forHandler returns the handler's own copy of the request.
 func (r *Request) forHandler(h *Handler) *Request {
 	c := *r
-	c.HandlerID = h.ID
+	c.HandlerID, c.Param = h.ID, h.Param
 	c.Type = h.Type
 	c.Warnings = nil
 	c.Patch = patch.New()

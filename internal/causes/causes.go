@@ -104,6 +104,8 @@ type Cause struct {
 	Reason Reason
 	// HandlerID is the id of the handler being called.
 	HandlerID string
+	// Param is the value the handler was registered with (Param option).
+	Param any
 	// Body is the object as a JSON-like map. Treat it as read-only.
 	Body map[string]any
 	// Old and New are the last handled and the current essence; for a
@@ -170,6 +172,8 @@ type Event struct {
 	Type string
 	// HandlerID is the id of the handler being called.
 	HandlerID string
+	// Param is the value the handler was registered with.
+	Param any
 	// Body is the object as a JSON-like map. Treat it as read-only.
 	Body map[string]any
 	// Patch collects changes to the object (results go to status.<id>).
@@ -189,6 +193,7 @@ func (c *Cause) Spec() map[string]any {
 // learns: its retry count and timing, the operator's memo and indices.
 type Activity struct {
 	HandlerID string
+	Param     any
 	Retry     int
 	Started   time.Time
 	Runtime   time.Duration

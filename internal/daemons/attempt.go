@@ -42,6 +42,7 @@ func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonC
 	now := r.sup.clock.Now()
 	return obj, &DaemonCause{
 		HandlerID: r.h.ID,
+		Param:     r.h.Param,
 		Retry:     state.Retries,
 		Started:   state.Started,
 		Runtime:   state.Runtime(now),

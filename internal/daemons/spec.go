@@ -101,6 +101,8 @@ type Host interface {
 type DaemonCause struct {
 	// HandlerID is the daemon's or timer's id.
 	HandlerID string
+	// Param is the value the daemon or timer was registered with.
+	Param any
 	// Retry is the number of earlier failed attempts (for a timer, since
 	// its last success).
 	Retry int

@@ -26,6 +26,9 @@ type Handler struct {
 	Retries int
 	// Backoff is the delay after an arbitrary error; nil: the default.
 	Backoff *time.Duration
+	// Param is the value the handler was registered with (Kopf's param=),
+	// handed to it in its cause: one function registered several times.
+	Param any
 }
 
 // String renders the handler as Kopf's log lines do: Handler 'create_fn'.

@@ -37,7 +37,7 @@ func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.Ac
 			if !st.Awake(now) {
 				continue
 			}
-			a := &causes.Activity{HandlerID: h.ID, Retry: st.Retries, Started: st.Started, Runtime: st.Runtime(now),
+			a := &causes.Activity{HandlerID: h.ID, Param: h.Param, Retry: st.Retries, Started: st.Started, Runtime: st.Runtime(now),
 				Memo: s.Memo, Indices: s.Indices}
 			outcome := execution.Execute(hctx, &h.Handler, st, now, s.defaults(), func(ctx context.Context) (any, error) {
 				return h.Fn(ctx, a)

@@ -125,7 +125,7 @@ func (l *lowLevel) index(log logr.Logger, h *registry.IndexHandler, s *registry.
 		state = f.state
 	}
 	c := *s.Cause
-	c.HandlerID = h.ID
+	c.HandlerID, c.Param = h.ID, h.Param
 	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
 	outcome := execution.Execute(hctx, &h.Handler, state, now, execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.DefaultBackoff},
 		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, &c) })
@@ -174,7 +174,7 @@ func (l *lowLevel) setFailure(key string, f *indexFailure) {
 // result and patch are written to the object.
 func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.Subject, eventType string) {
 	now := l.r.settings.Clock.Now()
-	e := &causes.Event{Type: eventType, HandlerID: h.ID, Body: s.Cause.Body, Patch: patch.New(),
+	e := &causes.Event{Type: eventType, HandlerID: h.ID, Param: h.Param, Body: s.Cause.Body, Patch: patch.New(),
 		Memo: s.Cause.Memo, Indices: s.Cause.Indices}
 	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
 	outcome := execution.Execute(hctx, &h.Handler, &execution.HandlerState{Active: true, Started: now}, now,

@@ -54,7 +54,7 @@ func (p *Prober) Results(ctx context.Context) (map[string]any, error) {
 	hctx := WithClient(posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster), p.settings.Client)
 	for _, h := range p.handlers {
 		st := &execution.HandlerState{Active: true, Started: now}
-		a := &causes.Activity{HandlerID: h.ID, Started: now, Memo: p.settings.Memo, Indices: p.settings.Indices}
+		a := &causes.Activity{HandlerID: h.ID, Param: h.Param, Started: now, Memo: p.settings.Memo, Indices: p.settings.Indices}
 		probe := *h
 		probe.Retries = 1 // one attempt per round
 		outcome := execution.Execute(hctx, &probe.Handler, st, now, execution.Defaults{Errors: execution.ErrorsPermanent},

@@ -55,7 +55,7 @@ func (h *ChangeHandler) matchWhen(s *Subject) bool {
 	// As in Kopf, filters see the whole cause; only the handler's own call
 	// gets the field's values.
 	c := *s.Cause
-	c.HandlerID = h.ID
+	c.HandlerID, c.Param = h.ID, h.Param
 	return h.When(s.Obj, &c)
 }
 
@@ -72,7 +72,7 @@ func (h *ChangeHandler) narrow(c *causes.Cause) {
 // Narrow returns the cause as the handler sees it: for a handler of a
 // field, old/new/diff are those of the field.
 func (h *ChangeHandler) Narrow(c causes.Cause) causes.Cause {
-	c.HandlerID = h.ID
+	c.HandlerID, c.Param = h.ID, h.Param
 	h.narrow(&c)
 	return c
 }
