@@ -30,7 +30,10 @@ type WebhookOptions struct {
 	// ClientConfig is how the API server reaches the webhook server's root:
 	// a URL ("https://host:9443") or a service reference, plus the CA bundle
 	// of the server's certificate. Path and the handler id are appended.
-	// Required with Managed.
+	// Without a URL or service, the URL is the server's host and port (the
+	// host a local cluster reaches this machine at, if it is one Kopf
+	// knows: K3d, Minikube, Docker Desktop; else localhost); without a CA
+	// bundle, the self-signed CA's if the server serves with one.
 	ClientConfig admissionregistrationv1.WebhookClientConfig
 }
 
@@ -71,9 +74,14 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 	}); err != nil {
 		return err
 	}
+	dev, err := serveSelfSigned(mgr)
+	if err != nil {
+		return err
+	}
 	if opts.Managed == "" {
 		return nil
 	}
+	opts.ClientConfig = dev.clientConfig(opts.ClientConfig)
 	// Writes go straight to the API server, with client-go's scheme (which
 	// knows the webhook configurations whatever the manager's scheme).
 	writer, err := client.New(mgr.GetConfig(), client.Options{HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
@@ -96,9 +104,6 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 // registered kinds stay as they are.
 func (r *Registry) servedWebhooks(scheme *runtime.Scheme, opts WebhookOptions) (*admission.Registry, error) {
 	errs := []error{r.webhooks.Validate()}
-	if opts.Managed != "" && opts.ClientConfig.URL == nil && opts.ClientConfig.Service == nil {
-		errs = append(errs, fmt.Errorf("managed webhooks %s: the client config needs a URL or a service", opts.Managed))
-	}
 	served := &admission.Registry{}
 	for _, k := range r.webhooks.Kinds {
 		kind := *k

@@ -9,100 +9,54 @@ import (
 )
 
 func TestParseWebhookFlags(t *testing.T) {
-	defaultDir := filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
-	cases := []struct {
-		name     string
+	tests := []struct {
 		args     []string
 		want     webhookFlags
 		wantRest []string
 		wantErr  bool
-	}{{
-		name: "defaults",
-		args: []string{"--standalone", "-n", "ns"},
-		want: webhookFlags{port: 9443, certDir: defaultDir, url: "https://localhost:9443",
-			caFile: filepath.Join(defaultDir, "ca.crt")},
-		wantRest: []string{"--standalone", "-n", "ns"},
-	}, {
-		name: "own flags anywhere, with = or a separate value",
-		args: []string{"--webhook-host=127.0.0.1", "--verbose", "--webhook-port", "1234", "-webhook-cert-dir=/certs",
-			"--namespace=ns", "--webhook-ca-file", "/ca.pem"},
-		want: webhookFlags{host: "127.0.0.1", port: 1234, certDir: "/certs", url: "https://127.0.0.1:1234",
-			caFile: "/ca.pem", caFileSet: true},
-		wantRest: []string{"--verbose", "--namespace=ns"},
-	}, {
-		name: "an explicit URL",
-		args: []string{"--webhook-url=https://host.k3d.internal:9443"},
-		want: webhookFlags{port: 9443, certDir: defaultDir, url: "https://host.k3d.internal:9443",
-			caFile: filepath.Join(defaultDir, "ca.crt")},
-	}, {
-		name: "everything after -- is the runner's",
-		args: []string{"--", "--webhook-port=1"},
-		want: webhookFlags{port: 9443, certDir: defaultDir, url: "https://localhost:9443",
-			caFile: filepath.Join(defaultDir, "ca.crt")},
-		wantRest: []string{"--", "--webhook-port=1"},
-	}, {
-		name:    "a missing value",
-		args:    []string{"--webhook-port"},
-		wantErr: true,
-	}, {
-		name:    "a bad value",
-		args:    []string{"--webhook-port=many"},
-		wantErr: true,
-	}}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, rest, err := parseWebhookFlags(tc.args)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("error %v, want an error: %t", err, tc.wantErr)
-			}
-			if tc.wantErr {
-				return
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(webhookFlags{})); diff != "" {
-				t.Errorf("flags (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantRest, rest); diff != "" {
-				t.Errorf("the runner's arguments (-want +got):\n%s", diff)
-			}
-		})
+	}{
+		{nil, webhookFlags{}, nil, false},
+		{[]string{"--verbose", "--webhook-url=https://h:1", "-n", "ns", "--webhook-ca-file", "/ca"},
+			webhookFlags{url: "https://h:1", caFile: "/ca"}, []string{"--verbose", "-n", "ns"}, false},
+		// The server's own flags are the runner's: they pass through.
+		{[]string{"--webhook-port=8443", "--webhook-cert-dir=/certs"}, webhookFlags{},
+			[]string{"--webhook-port=8443", "--webhook-cert-dir=/certs"}, false},
+		{[]string{"--webhook-url"}, webhookFlags{}, nil, true},
+	}
+	for _, tt := range tests {
+		got, rest, err := parseWebhookFlags(tt.args)
+		if (err != nil) != tt.wantErr {
+			t.Fatalf("parseWebhookFlags(%q) error = %v, want error: %v", tt.args, err, tt.wantErr)
+		}
+		if tt.wantErr {
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("parseWebhookFlags(%q) = %+v, want %+v", tt.args, got, tt.want)
+		}
+		if diff := cmp.Diff(tt.wantRest, rest); diff != "" {
+			t.Errorf("parseWebhookFlags(%q) rest -want +got:\n%s", tt.args, diff)
+		}
 	}
 }
 
 func TestWebhookOptions(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("CA"), 0o600); err != nil {
+	opts, err := webhookFlags{}.webhookOptions()
+	if err != nil || opts.Managed != managed || opts.ClientConfig.URL != nil || opts.ClientConfig.CABundle != nil {
+		t.Errorf("without flags: %+v, %v; want the managed configurations with the runner's URL and CA", opts, err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, []byte("PEM"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name    string
-		args    []string
-		wantCA  string
-		wantErr bool
-	}{
-		{name: "the default CA file", args: []string{"--webhook-cert-dir=" + dir}, wantCA: "CA"},
-		{name: "no default CA file", args: []string{"--webhook-cert-dir=" + filepath.Join(dir, "none")}},
-		{name: "a missing CA file given", args: []string{"--webhook-ca-file=" + filepath.Join(dir, "none")}, wantErr: true},
-		{name: "not https", args: []string{"--webhook-url=http://localhost:9443"}, wantErr: true},
+	opts, err = webhookFlags{url: "https://op.example.com:9443", caFile: ca}.webhookOptions()
+	if err != nil || *opts.ClientConfig.URL != "https://op.example.com:9443" || string(opts.ClientConfig.CABundle) != "PEM" {
+		t.Errorf("with flags: %+v, %v; want the URL and the CA", opts, err)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f, _, err := parseWebhookFlags(tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts, err := f.webhookOptions()
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("error %v, want an error: %t", err, tc.wantErr)
-			}
-			if tc.wantErr {
-				return
-			}
-			if opts.Managed != "auto.kopf.dev" || opts.ClientConfig.URL == nil || *opts.ClientConfig.URL != f.url {
-				t.Errorf("the managed configuration is %q at %v, want auto.kopf.dev at %s", opts.Managed, opts.ClientConfig.URL, f.url)
-			}
-			if got := string(opts.ClientConfig.CABundle); got != tc.wantCA {
-				t.Errorf("the CA bundle is %q, want %q", got, tc.wantCA)
-			}
-		})
+	if _, err := (webhookFlags{url: "http://insecure"}).webhookOptions(); err == nil {
+		t.Error("an http:// URL is accepted")
+	}
+	if _, err := (webhookFlags{caFile: filepath.Join(t.TempDir(), "missing")}).webhookOptions(); err == nil {
+		t.Error("a missing CA file is accepted")
 	}
 }

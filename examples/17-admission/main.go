@@ -35,10 +35,7 @@ func run(flags webhookFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Run(ctrl.SetupSignalHandler(), registry(), args, handlers.Options{
-		WebhookServer: flags.serverOptions(),
-		Webhooks:      webhooks,
-	})
+	return handlers.Run(ctrl.SetupSignalHandler(), registry(), args, handlers.Options{Webhooks: webhooks})
 }
 
 func registry() *handlers.Registry {

@@ -2,18 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,13 +25,13 @@ import (
 const extraManaged = "auto.kopf.dev"
 
 // TestAdmissionExample runs 17-admission with its webhook server on
-// 127.0.0.1, a certificate of a CA made here, and the managed webhook
-// configurations pointing at it. The configurations apply to every
+// 127.0.0.1 and no certificate: the operator serves with a self-signed one
+// and points the managed webhook configurations at itself with its CA, as
+// in development. The configurations apply to every
 // KopfExample of the cluster, so this test runs alone (not in parallel).
 func TestAdmissionExample(t *testing.T) {
 	ctx := context.Background()
-	certDir := t.TempDir()
-	extraWriteCerts(t, certDir)
+	certDir := t.TempDir() // empty: no certificate of the test's
 	// Should the operator not clean up (a failed test kills it), the
 	// webhooks would refuse every KopfExample of the later tests. This runs
 	// after the operator's own cleanup, which kills it.
@@ -50,7 +40,7 @@ func TestAdmissionExample(t *testing.T) {
 	ns := env.Namespace(t)
 	port := extraFreePort(t)
 	op := extraStart(t, "17-admission", ns, "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
-		"--webhook-cert-dir="+certDir, "--webhook-ca-file="+filepath.Join(certDir, "ca.crt"))
+		"--webhook-cert-dir="+certDir)
 	extraWaitForWebhooks(t, op, []string{"authhook", "validate1", "validate2.spec.field", "validate-subresources"}, []string{"mutate1"})
 
 	warnings := &extraWarnings{}
@@ -255,65 +245,4 @@ func (w *extraWarnings) reset() []string {
 	w.warnings = nil
 	slices.Sort(out)
 	return out
-}
-
-// extraWriteCerts makes a CA and a serving certificate for 127.0.0.1
-// (and localhost) signed by it, and writes ca.crt, tls.crt and tls.key
-// into dir: the webhook server serves tls.*, the API server trusts ca.crt
-// through the webhooks' caBundle.
-func extraWriteCerts(t *testing.T, dir string) {
-	t.Helper()
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTemplate := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kopf-go e2e CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, serving, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, block := range map[string]*pem.Block{
-		"ca.crt":  {Type: "CERTIFICATE", Bytes: caDER},
-		"tls.crt": {Type: "CERTIFICATE", Bytes: der},
-		"tls.key": {Type: "PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -1,0 +1,79 @@
+package admission
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
+)
+
+// Webhooks in development, as with Kopf's WebhookServer: no certificate,
+// no CA bundle and no URL given, the operator serves with a self-signed
+// certificate, and the managed configuration points the API server at it
+// with its CA. The API server then calls the validating handler.
+func TestWebhooksWithoutCertificates(t *testing.T) {
+	kopftest.NoLeaks(t)
+	reg := handlers.NewRegistry()
+	kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
+	handlers.OnValidate(kind, "nothing-forbidden", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.AdmissionRequest) error {
+		if field, _, _ := unstructured.NestedString(obj.Object, "spec", "field"); field == "forbidden" {
+			return handlers.AdmissionError{Message: "the field is forbidden here"}
+		}
+		return nil
+	})
+	port := freePort(t)
+	mgr, err := manager.New(cfg, manager.Options{
+		Logger:  logr.Discard(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// No certificate: an empty directory of its own, so that no other
+		// test's files are found.
+		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: t.TempDir()}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handlers.SetupWebhooksWithManager(mgr, reg, handlers.WebhookOptions{Path: "/dev", Managed: "dev.kopf.dev"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the operator failed: %v", err)
+		}
+	})
+
+	ns := namespace(t)
+	var denied error
+	kopftest.Eventually(t, "the API server asks the webhook, and it denies", 30*time.Second, func() bool {
+		denied = k8s.Create(context.Background(), kex(ns, "bad-"+strconv.FormatInt(time.Now().UnixNano(), 36), nil, map[string]any{"field": "forbidden"}))
+		return denied != nil && strings.Contains(denied.Error(), "the field is forbidden here")
+	})
+	if err := k8s.Create(context.Background(), kex(ns, "good", nil, map[string]any{"field": "fine"})); err != nil {
+		t.Errorf("an allowed object is refused: %v", err)
+	}
+}
+
+// freePort is a local port that is free now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
