@@ -70,6 +70,11 @@ type Flags struct {
 	// ShardRing makes this replica a member of the ring of that name: the
 	// replicas of one ring share the objects (docs/sharding.md).
 	ShardRing string
+	// HealthProbeBindAddress is where the manager serves /healthz and
+	// /readyz (e.g. :8081), as kubebuilder's scaffolds name the flag:
+	// readiness fails while the operator is frozen or has lost its ring
+	// membership. Empty: off.
+	HealthProbeBindAddress string
 	// MetricsBindAddress is where the manager serves /metrics over HTTP
 	// (e.g. :8080), as kubebuilder's scaffolds name the flag; "0" switches
 	// the metrics off. Empty: not given (Options.MetricsBindAddress, or off).
@@ -108,6 +113,7 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.StringVar(&f.Liveness, "liveness", "", "serve the probes' results at this URL, e.g. http://0.0.0.0:8080/healthz")
 	fs.StringVar(&f.Liveness, "L", "", "short for --liveness")
 	fs.StringVar(&f.ShardRing, "shard-ring", "", "share the objects with the other replicas of this ring")
+	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", "", "serve /healthz and /readyz at this address, e.g. :8081 (default: off)")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", `serve /metrics at this address, e.g. :8080 (default "0": off)`)
 	if err := fs.Parse(args); err != nil {
 		return f, fmt.Errorf("parse the command line: %w", err)
@@ -255,6 +261,7 @@ func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) (manager.Op
 	return manager.Options{
 		Logger:                  logger,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddress(f, opts)},
+		HealthProbeBindAddress:  f.HealthProbeBindAddress,
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
 		WebhookServer:           webhook.NewServer(webhookOptions(f, opts.WebhookServer)),
