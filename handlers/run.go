@@ -341,6 +341,9 @@ func clusterConfig(ctx context.Context, reg *Registry, opts Options, kubeconfig 
 	if err != nil {
 		return nil, err
 	}
+	if cfg != nil {
+		withRelogin(cfg, func(ctx context.Context) (*rest.Config, error) { return reg.login(ctx, opts) }, ctrl.Log.WithName("login"))
+	}
 	if cfg == nil {
 		if cfg, err = restConfig(kubeconfig); err != nil {
 			return nil, err
