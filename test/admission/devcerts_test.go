@@ -16,6 +16,7 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 // Webhooks in development, as with Kopf's WebhookServer: no certificate,
@@ -32,7 +33,8 @@ func TestWebhooksWithoutCertificates(t *testing.T) {
 		}
 		return nil
 	})
-	port := freePort(t)
+	_, portText, _ := net.SplitHostPort(testenv.FreeAddress(t))
+	port, _ := strconv.Atoi(portText)
 	mgr, err := manager.New(cfg, manager.Options{
 		Logger:  logr.Discard(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -65,15 +67,4 @@ func TestWebhooksWithoutCertificates(t *testing.T) {
 	if err := k8s.Create(context.Background(), kex(ns, "good", nil, map[string]any{"field": "fine"})); err != nil {
 		t.Errorf("an allowed object is refused: %v", err)
 	}
-}
-
-// freePort is a local port that is free now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }

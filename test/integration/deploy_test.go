@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -60,15 +58,7 @@ func TestDeploymentManifests(t *testing.T) {
 			reg, kind := kex()
 			var served servedCreates
 			served.register(kind)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- handlers.Run(ctx, reg, args, handlers.Options{}) }()
-			t.Cleanup(func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("the runner returned %v, want nil", err)
-				}
-			})
+			runRunner(t, reg, args)
 			create(t, exampleObject(t, ns))
 			eventually(t, "the object is handled", func() bool { return served.createdIn(ns) })
 			for _, u := range probes {

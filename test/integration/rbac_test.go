@@ -77,15 +77,7 @@ func TestRunnerWithTheDocumentedRBAC(t *testing.T) {
 				return map[string]any{"colour": read.Data["colour"]}, nil
 			})
 			args := append([]string{"--kubeconfig", sa.kubeconfig(t)}, tt.args(served)...)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- handlers.Run(ctx, reg, args, handlers.Options{}) }()
-			t.Cleanup(func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("the runner returned %v, want nil", err)
-				}
-			})
+			runRunner(t, reg, args)
 			handled := served
 			if tt.name == "one namespace" {
 				handled = served[:1]
@@ -108,6 +100,21 @@ func TestRunnerWithTheDocumentedRBAC(t *testing.T) {
 			})
 		})
 	}
+}
+
+// runRunner runs the standalone runner in the test, with the command
+// line, until the test ends; it must then return nil.
+func runRunner(t *testing.T, reg *handlers.Registry, args []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- handlers.Run(ctx, reg, args, handlers.Options{}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the runner returned %v, want nil", err)
+		}
+	})
 }
 
 // manifest reads one of config/rbac's manifests.
