@@ -20,7 +20,7 @@ import (
 // packages of lower layers. Packages of one layer are peers and must not
 // import each other. A new package needs a place here.
 var layers = [][]string{
-	{"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/envtestbin", "internal/sharding", "internal/scopes", "internal/selfsigned", "internal/selfsigned",
+	{"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/envtestbin", "internal/sharding", "internal/scopes", "internal/selfsigned",
 		// The metrics' definitions import nothing of the project.
 		"internal/metrics"},
 	{"internal/diff", "internal/patch", "internal/hierarchies"},
