@@ -25,6 +25,11 @@ const handoverPolling = 5 * time.Second
 // one write guarded by the resourceVersion: the acknowledgement, and this
 // member's last write to the object. A conflict means the object changed:
 // the next cycle looks at it again.
+
+// handoverConflictDelay is when a handover that met a changed object looks
+// again, if no watch event comes first.
+const handoverConflictDelay = 100 * time.Millisecond
+
 func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (reconcile.Result, error) {
 	if running := r.stopAndWait(c, daemons.StopOperatorPausing); len(running) > 0 {
 		c.local.V(1).Info(fmt.Sprintf("The handover to %s waits for %s to exit.", next, running))
@@ -48,8 +53,10 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 	}
 	switch {
 	case apierrors.IsConflict(err):
+		// The change's own watch event usually brings the next look
+		// first; the delay is the fallback (Requeue alone is deprecated).
 		c.local.V(1).Info("The object changed while it was being handed over; looking again.")
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: handoverConflictDelay}, nil
 	case apierrors.IsNotFound(err):
 		return reconcile.Result{}, nil
 	case err != nil:

@@ -276,7 +276,7 @@ func TestHandOverOfAStaleObjectIsRetried(t *testing.T) {
 	}
 	stale.SetUID("uid-x")
 	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: stale, mem: &memory{}}, "m-b")
-	if err != nil || !result.Requeue {
+	if err != nil || result.RequeueAfter <= 0 {
 		t.Fatalf("handOver() of a stale object = %v, %v; want a retry", result, err)
 	}
 	got := &corev1.ConfigMap{}
