@@ -13,6 +13,7 @@ import (
 	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/reactor"
+	"github.com/kopf-go/kopf/internal/ring"
 )
 
 // Options configure the engine. The zero value is Kopf's defaults, so a Go
@@ -161,7 +162,7 @@ func (o Options) settings() reactor.Settings {
 		Posting:                 o.Posting,
 		Ready:                   o.Ready,
 		Sharding: reactor.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
-			LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod,
+			Durations:       ring.Durations{LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
 			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost},
 	}
 }

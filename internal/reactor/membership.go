@@ -21,8 +21,8 @@ type Sharding struct {
 	Ring string
 	// Namespace holds the ring's Leases.
 	Namespace string
-	// LeaseDuration, RenewDeadline, RenewPeriod: see ring.Settings.
-	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+	// Durations: see ring.Durations; resolved once, at setup.
+	ring.Durations
 	// AssignerWorkers: see ring.AssignerSettings.Workers.
 	AssignerWorkers int
 	// Lost, if set, is closed when the member loses its membership.

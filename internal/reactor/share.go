@@ -43,20 +43,24 @@ type ringShare struct {
 // globs (following) as the set that follows them.
 func newRingShare(mgr manager.Manager, c client.Client, s Settings, served *scopes.Served, following bool) (*ringShare, error) {
 	namespaces, _ := served.Now()
+	var err error
+	if s.Sharding.Durations, err = s.Sharding.Durations.Resolved(); err != nil {
+		return nil, fmt.Errorf("shard ring %q: %w", s.Sharding.Ring, err)
+	}
 	if !following {
 		served = nil
 	}
 	log := mgr.GetLogger().WithName("ring")
 	sh := s.Sharding
 	member, err := ring.NewMember(c, ring.Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
-		LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewPeriod: sh.RenewPeriod, Clock: s.Clock, Logger: log})
+		Durations: sh.Durations, Clock: s.Clock, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
 	}
 	return &ringShare{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: s.Clock, log: log,
 		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
-			LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewPeriod: sh.RenewPeriod,
-			Workers: sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
+			Durations: sh.Durations,
+			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
 			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
 }
 

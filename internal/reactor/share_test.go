@@ -152,7 +152,7 @@ func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key
 	t.Helper()
 	c = fake.NewClientBuilder().WithScheme(leaseScheme()).Build()
 	member, err := ring.NewMember(c, ring.Settings{Ring: "main", Namespace: "ops", Identity: "replica-1",
-		RenewPeriod: 10 * time.Millisecond, RenewDeadline: time.Second, LeaseDuration: 2 * time.Second})
+		Durations: ring.Durations{RenewPeriod: 10 * time.Millisecond, RenewDeadline: time.Second, LeaseDuration: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

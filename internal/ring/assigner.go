@@ -28,11 +28,11 @@ type AssignerSettings struct {
 	// Ring names the ring; Namespace holds its Leases; Identity is the
 	// replica's identity, the candidate's in the assigner's election.
 	Ring, Namespace, Identity string
-	// LeaseDuration, RenewDeadline and RenewPeriod serve the assigner's
-	// own election, as leader election's settings, and LeaseDuration
-	// tells how long a member stays live after the assigner last saw its
-	// Lease renewed. They nest as Settings' do.
-	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+	// Durations serve the assigner's own election, as leader election's
+	// settings, and LeaseDuration tells how long a member stays live after
+	// the assigner last saw its Lease renewed, unless the member declares
+	// its own.
+	Durations
 	// Kinds are the sharded kinds.
 	Kinds []schema.GroupVersionKind
 	// Workers is how many objects the assigner writes at once (default
@@ -71,7 +71,7 @@ func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
 		s.Workers = DefaultAssignerWorkers
 	}
 	var err error
-	if s.LeaseDuration, s.RenewDeadline, s.RenewPeriod, err = durations(s.LeaseDuration, s.RenewDeadline, s.RenewPeriod); err != nil {
+	if s.Durations, err = s.Durations.Resolved(); err != nil {
 		return s, err
 	}
 	if s.Clock == nil {

@@ -5,6 +5,7 @@
 package ring
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,13 +53,10 @@ type Settings struct {
 	// Ring names the ring; Namespace holds its Leases; Identity is the
 	// replica's identity (its peering identity).
 	Ring, Namespace, Identity string
-	// LeaseDuration: how long others count the member live after a
-	// renewal. RenewDeadline: how long the member goes on without a
-	// successful renewal before it fences itself. RenewPeriod: how often
-	// it renews.
-	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
-	Clock                                     clock.WithTicker
-	Logger                                    logr.Logger
+	// Durations: see Durations.
+	Durations
+	Clock  clock.WithTicker
+	Logger logr.Logger
 }
 
 // withDefaults fills the zero values and checks the settings.
@@ -70,7 +68,7 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, err
 	}
 	var err error
-	if s.LeaseDuration, s.RenewDeadline, s.RenewPeriod, err = durations(s.LeaseDuration, s.RenewDeadline, s.RenewPeriod); err != nil {
+	if s.Durations, err = s.Durations.Resolved(); err != nil {
 		return s, err
 	}
 	if s.Clock == nil {
@@ -79,24 +77,27 @@ func (s Settings) withDefaults() (Settings, error) {
 	return s, nil
 }
 
-// durations fills zero durations with the defaults and checks that they
+// Durations are a ring's three durations, as leader election's, declared
+// here once for the members, the assigner and the engine. LeaseDuration:
+// how long others count a member live after a renewal. RenewDeadline: how
+// long a member goes on without a successful renewal before it fences
+// itself. RenewPeriod: how often it renews. Zero values are the defaults.
+type Durations struct {
+	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+}
+
+// Resolved fills the zero durations with the defaults and checks that they
 // nest: a member must renew several times per deadline, and fence itself
 // before others count it dead.
-func durations(lease, deadline, period time.Duration) (time.Duration, time.Duration, time.Duration, error) {
-	if lease == 0 {
-		lease = DefaultLeaseDuration
+func (d Durations) Resolved() (Durations, error) {
+	d.LeaseDuration = cmp.Or(d.LeaseDuration, DefaultLeaseDuration)
+	d.RenewDeadline = cmp.Or(d.RenewDeadline, DefaultRenewDeadline)
+	d.RenewPeriod = cmp.Or(d.RenewPeriod, DefaultRenewPeriod)
+	if !(d.RenewPeriod < d.RenewDeadline && d.RenewDeadline < d.LeaseDuration) {
+		return d, fmt.Errorf("ring durations must nest: renew period %s < renew deadline %s < lease duration %s",
+			d.RenewPeriod, d.RenewDeadline, d.LeaseDuration)
 	}
-	if deadline == 0 {
-		deadline = DefaultRenewDeadline
-	}
-	if period == 0 {
-		period = DefaultRenewPeriod
-	}
-	if !(period < deadline && deadline < lease) {
-		return lease, deadline, period, fmt.Errorf("ring durations must nest: renew period %s < renew deadline %s < lease duration %s",
-			period, deadline, lease)
-	}
-	return lease, deadline, period, nil
+	return d, nil
 }
 
 // retryPeriod is how soon a failed join or renewal is tried again: a

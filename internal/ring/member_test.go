@@ -408,8 +408,8 @@ func TestSettingsMustNest(t *testing.T) {
 	}{
 		{"defaults", Settings{Ring: "r", Namespace: "n", Identity: "i"}, ""},
 		{"no ring", Settings{Namespace: "n", Identity: "i"}, "needs a ring"},
-		{"deadline past the lease", Settings{Ring: "r", Namespace: "n", Identity: "i", RenewDeadline: 20 * time.Second}, "must nest"},
-		{"period past the deadline", Settings{Ring: "r", Namespace: "n", Identity: "i", RenewPeriod: 10 * time.Second}, "must nest"},
+		{"deadline past the lease", Settings{Ring: "r", Namespace: "n", Identity: "i", Durations: Durations{RenewDeadline: 20 * time.Second}}, "must nest"},
+		{"period past the deadline", Settings{Ring: "r", Namespace: "n", Identity: "i", Durations: Durations{RenewPeriod: 10 * time.Second}}, "must nest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

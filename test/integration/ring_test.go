@@ -32,7 +32,7 @@ func TestRingMemberLease(t *testing.T) {
 	ns := env.Namespace(t)
 	m, err := ring.NewMember(env.Client, ring.Settings{
 		Ring: "main", Namespace: ns, Identity: "kopf@test/20261201100000/abcde",
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RenewPeriod: 100 * time.Millisecond,
+		Durations: ring.Durations{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RenewPeriod: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func startMemberFor(t *testing.T, ns, identity string, c client.Client, lease ti
 		c = env.Client
 	}
 	m, err := ring.NewMember(c, ring.Settings{Ring: "main", Namespace: ns, Identity: identity,
-		LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod, Logger: testr.New(t)})
+		Durations: ring.Durations{LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod}, Logger: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +154,8 @@ func startAssignerOn(t *testing.T, ns, identity string, lease time.Duration, clk
 	logs = &lines{}
 	a, err := ring.NewAssigner(cfg, nil, nil, ring.AssignerSettings{
 		Ring: "main", Namespace: ns, Identity: identity,
-		LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod,
-		Kinds: []schema.GroupVersionKind{configMapKind}, Namespaces: []string{ns},
+		Durations: ring.Durations{LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod},
+		Kinds:     []schema.GroupVersionKind{configMapKind}, Namespaces: []string{ns},
 		Clock: clk, Logger: funcr.New(logs.add, funcr.Options{Verbosity: 1}),
 	})
 	if err != nil {
