@@ -19,16 +19,10 @@ import (
 // kindHost is the daemons' host for one kind (daemons.Host): it reads the
 // objects for them, writes their patches, and asks for reconciles.
 type kindHost struct {
-	kindObjects
-	// kindLabel is the kind as the metrics name it.
-	kindLabel string
-	clients   *clients
-	writer    *writer
-	memories  *memories
-	// events carries the requests for reconciles to the kind's controller;
-	// done closes when the supervisor has stopped (nobody takes them).
-	events chan<- event.GenericEvent
-	done   <-chan struct{}
+	*kindState
+	// done closes when the supervisor has stopped (nobody takes the
+	// requests for reconciles then).
+	done <-chan struct{}
 }
 
 var _ daemons.Host = (*kindHost)(nil)

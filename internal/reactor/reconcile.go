@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/daemons"
@@ -22,23 +21,11 @@ import (
 // (delays after errors), kindHost (the daemons' host); decide.go holds the
 // decisions of a cycle.
 type reconciler struct {
-	kindObjects
-	// kindLabel is the kind as the metrics name it.
-	kindLabel string
+	*kindState
 	settings  Settings
-	clients   *clients
-	writer    *writer
 	throttler throttler
-	memories  *memories
 	sup       *daemons.Supervisor
 	host      *kindHost
-	// events carries the daemons' requests for reconciles.
-	events chan event.GenericEvent
-	// daemonLog is the kind's logger for daemons and timers: they outlive
-	// the reconcile that spawned them, so they do not take its logger.
-	daemonLog logr.Logger
-	// own says which objects are this replica's to work on.
-	own ownership
 	// handed are the uids of objects handed over whose DELETED event (the
 	// object leaving the cache) is still to come, for on-event handlers.
 	handed sync.Map

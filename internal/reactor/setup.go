@@ -203,20 +203,14 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 		mems = newMemories(s.Memo, retrying, failed)
 	}
 	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
-	events := make(chan event.GenericEvent, enqueueBuffer)
+	state := &kindState{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
+		events: make(chan event.GenericEvent, enqueueBuffer), own: own}
 	return &reconciler{
-		kindObjects: objects,
-		kindLabel:   label,
-		settings:    s,
-		clients:     cs,
-		writer:      w,
-		throttler:   throttler{delays: s.ErrorDelays},
-		memories:    mems,
-		sup:         sup,
-		own:         own,
-		events:      events,
-		host: &kindHost{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
-			events: events, done: sup.Done()},
+		kindState: state,
+		settings:  s,
+		throttler: throttler{delays: s.ErrorDelays},
+		sup:       sup,
+		host:      &kindHost{kindState: state, done: sup.Done()},
 	}
 }
 
