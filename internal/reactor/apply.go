@@ -19,7 +19,7 @@ const annotationsSizeLimit = 256 * 1024
 const logPrecision = time.Millisecond
 
 // storeEssence adds the new last handled essence to the cycle's patch.
-func (r *reconciler) storeEssence(c *cycle, essence map[string]any) {
+func (r *kindState) storeEssence(c *cycle, essence map[string]any) {
 	r.settings.DiffBase.Store(c.body, c.patch, essence)
 	c.essence = essence
 }

@@ -17,7 +17,7 @@ import (
 // the handlers' progress, runs the next due handler, stores the progress
 // and results, and when all selected handlers are finished, purges the
 // progress and stores the new essence as the last handled one.
-func (r *reconciler) processChange(ctx context.Context, c *cycle, subject *registry.Subject, newEssence, oldEssence map[string]any, now time.Time) {
+func (r handlerRound) processChange(ctx context.Context, c *cycle, subject *registry.Subject, newEssence, oldEssence map[string]any, now time.Time) {
 	reason := subject.Cause.Reason
 	title := reason.Title()
 	rd := r.loadRound(c, r.kind, subject, now, func(id string, err error) {
@@ -86,7 +86,7 @@ type round struct {
 
 // loadRound loads the progress of the kind's handlers and selects those
 // the cause calls for; invalid hears of records that cannot be read.
-func (r *reconciler) loadRound(c *cycle, kind *registry.Kind, subject *registry.Subject, now time.Time, invalid func(id string, err error)) round {
+func (r handlerRound) loadRound(c *cycle, kind *registry.Kind, subject *registry.Subject, now time.Time, invalid func(id string, err error)) round {
 	rd := round{ids: kind.IDs()}
 	rd.state = execution.Load(c.body, r.settings.Progress, rd.ids, now, invalid)
 	rd.selected = kind.Select(subject)
@@ -99,7 +99,7 @@ func (r *reconciler) loadRound(c *cycle, kind *registry.Kind, subject *registry.
 
 // advance runs the next due handler of an activated round, if one is due,
 // and stores the records that changed; it reports whether one ran.
-func (r *reconciler) advance(ctx context.Context, c *cycle, subject *registry.Subject, rd round, now time.Time) bool {
+func (r handlerRound) advance(ctx context.Context, c *cycle, subject *registry.Subject, rd round, now time.Time) bool {
 	id, ok := rd.state.Next(rd.selectedIDs, now)
 	if ok {
 		r.runHandler(ctx, c, subject, rd.selected, rd.state, id, now)
@@ -114,7 +114,7 @@ func (r *reconciler) advance(ctx context.Context, c *cycle, subject *registry.Su
 
 // supersede purges the records of an unfinished earlier cause that this
 // one supersedes, and says so.
-func (r *reconciler) supersede(c *cycle, rd round, reason causes.Reason) {
+func (r handlerRound) supersede(c *cycle, rd round, reason causes.Reason) {
 	for purpose, n := range rd.state.Extras(string(reason)) {
 		c.log.Info(fmt.Sprintf("%s is superseded by %s: %d succeeded; %d failed; %d left to the moment.",
 			causes.Reason(purpose).Title(), strings.ToLower(reason.Title()), n.Success, n.Failure, n.Running))
@@ -129,7 +129,7 @@ func (r *reconciler) supersede(c *cycle, rd round, reason causes.Reason) {
 // cause does not select: they are purged. (Kopf purges every record in that
 // case and rewrites only the changed ones, which can lose the record of a
 // re-selected, unchanged handler; purging only the superseded keeps it.)
-func (r *reconciler) supersededIDs(state *execution.State, purpose string, selected []string) []string {
+func (r handlerRound) supersededIDs(state *execution.State, purpose string, selected []string) []string {
 	var out []string
 	for _, id := range state.Order {
 		h := state.Handlers[id]
@@ -144,7 +144,7 @@ func (r *reconciler) supersededIDs(state *execution.State, purpose string, selec
 }
 
 // purgeHandler removes a handler's record and its sub-handlers' records.
-func (r *reconciler) purgeHandler(c *cycle, state *execution.State, id string) {
+func (r handlerRound) purgeHandler(c *cycle, state *execution.State, id string) {
 	r.settings.Progress.Purge(c.body, c.patch, id)
 	if h := state.Handlers[id]; h != nil {
 		for _, sub := range h.Subrefs {
@@ -155,7 +155,7 @@ func (r *reconciler) purgeHandler(c *cycle, state *execution.State, id string) {
 
 // runHandler runs one attempt of the handler with the given id, records the
 // outcome in the state and delivers its result into status.<id>.
-func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry.Subject, selected []*registry.ChangeHandler, state *execution.State, id string, now time.Time) {
+func (r handlerRound) runHandler(ctx context.Context, c *cycle, subject *registry.Subject, selected []*registry.ChangeHandler, state *execution.State, id string, now time.Time) {
 	var h *registry.ChangeHandler
 	for _, candidate := range selected {
 		if candidate.ID == id {
@@ -183,7 +183,7 @@ func (r *reconciler) runHandler(ctx context.Context, c *cycle, subject *registry
 // invoke calls the handler once, and then the sub-handlers it registered:
 // while any of them is not finished, the parent is not either (it runs
 // again, as in Kopf; parents must be idempotent).
-func (r *reconciler) invoke(ctx context.Context, c *cycle, subject *registry.Subject, h *registry.ChangeHandler, hs *execution.HandlerState, now time.Time) execution.Outcome {
+func (r handlerRound) invoke(ctx context.Context, c *cycle, subject *registry.Subject, h *registry.ChangeHandler, hs *execution.HandlerState, now time.Time) execution.Outcome {
 	cause := h.Narrow(*subject.Cause)
 	cause.Retry = hs.Retries
 	cause.Started = hs.Started
@@ -212,7 +212,7 @@ func (r *reconciler) invoke(ctx context.Context, c *cycle, subject *registry.Sub
 // their progress kept beside the parent's, and their results in
 // status.<parent>/<id>. It reports whether all are finished, when the next
 // is due, and all their ids (sub-handlers of sub-handlers included).
-func (r *reconciler) runSubhandlers(ctx context.Context, c *cycle, subject *registry.Subject, parent string, registered []any, now time.Time) (bool, time.Duration, []string) {
+func (r handlerRound) runSubhandlers(ctx context.Context, c *cycle, subject *registry.Subject, parent string, registered []any, now time.Time) (bool, time.Duration, []string) {
 	var subs []*registry.ChangeHandler
 	for _, item := range registered {
 		h := *item.(*registry.ChangeHandler) // each parent call registers afresh

@@ -93,7 +93,7 @@ func (r *reconciler) stopAndWait(c *cycle, reason daemons.StopReason) []string {
 // member's cache, but it was not deleted, so those handlers do not hear
 // of it. (An object without this operator's finalizer that is deleted
 // for real in the instant of its handover is not heard of either.)
-func (r *reconciler) markHandedOver(uid types.UID) {
+func (r *kindState) markHandedOver(uid types.UID) {
 	if len(r.kind.Watching) > 0 {
 		r.handed.Store(uid, struct{}{})
 	}
@@ -101,7 +101,7 @@ func (r *reconciler) markHandedOver(uid types.UID) {
 
 // wasHandedOver reports (once) whether a DELETED event is an object that
 // this member handed over rather than one that was deleted.
-func (r *reconciler) wasHandedOver(uid types.UID) bool {
+func (r *kindState) wasHandedOver(uid types.UID) bool {
 	_, ok := r.handed.LoadAndDelete(uid)
 	return ok
 }

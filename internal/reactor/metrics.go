@@ -11,7 +11,7 @@ import (
 )
 
 // invoked counts one attempt of a change handler of the reconciler's kind.
-func (r *reconciler) invoked(id, cause string, o execution.Outcome, took time.Duration) {
+func (r *kindState) invoked(id, cause string, o execution.Outcome, took time.Duration) {
 	metrics.Invoked(r.kindLabel, id, cause, string(execution.Classify(o)), took, !o.NotCalled)
 }
 

@@ -54,11 +54,11 @@ func (r *reconciler) process(ctx context.Context, c *cycle, now time.Time) {
 		return
 	}
 	if p.StopDaemons {
-		r.stopDaemons(c)
+		daemonSync{r.kindState}.stopDaemons(c)
 	}
 	switch {
 	case p.RunHandlers:
-		r.processChange(ctx, c, subject, c.newEssence, oldEssence, now)
+		handlerRound{r.kindState}.processChange(ctx, c, subject, c.newEssence, oldEssence, now)
 	case p.NoOp:
 		c.log.V(1).Info("Something has changed, but we are not interested (the essence is the same).")
 	}
@@ -108,6 +108,6 @@ func (r *reconciler) changeSubject(c *cycle, reason causes.Reason, initial bool,
 func (r *reconciler) matches(c *cycle, subject *registry.Subject) matches {
 	m := matches{Visible: r.kind.Prematch(subject)}
 	m.HandlersNeedFinalizer = m.Visible && r.kind.RequiresFinalizer(subject)
-	m.DaemonsNeedFinalizer = !m.HandlersNeedFinalizer && r.daemonsRequireFinalizer(c)
+	m.DaemonsNeedFinalizer = !m.HandlersNeedFinalizer && daemonSync{r.kindState}.daemonsRequireFinalizer(c)
 	return m
 }

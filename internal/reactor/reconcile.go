@@ -3,32 +3,25 @@ package reactor
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/posting"
 )
 
 // reconciler is the controller-runtime Reconciler of one kind: it runs the
-// cycles of its objects. Its other roles are types of their own: clients
-// (which client reads and writes), writer (the cycle's patches), throttler
-// (delays after errors), kindHost (the daemons' host); decide.go holds the
-// decisions of a cycle.
+// cycles of its objects, on the kind's state (kindState). The other roles
+// are types of their own on that state: handlerRound (the change
+// handlers), daemonSync (the daemons and timers), writer (the cycle's
+// patches), clients, throttler (delays after errors), kindHost (the
+// daemons' host); decide.go holds the decisions of a cycle.
 type reconciler struct {
 	*kindState
-	settings  Settings
 	throttler throttler
-	sup       *daemons.Supervisor
-	host      *kindHost
-	// handed are the uids of objects handed over whose DELETED event (the
-	// object leaving the cache) is still to come, for on-event handlers.
-	handed sync.Map
 }
 
 // Reconcile runs one processing cycle of one object: detect the cause,
@@ -85,7 +78,7 @@ func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (recon
 
 	// Daemons and timers follow every state of the object, consistent or
 	// not: they read the latest object themselves.
-	r.syncDaemons(c)
+	daemonSync{r.kindState}.syncDaemons(c)
 
 	// The cache may not have this operator's last write yet; handlers must
 	// not run twice on the body from before it. Wait for the watch to bring
@@ -107,7 +100,7 @@ func (r *reconciler) handle(ctx context.Context, c *cycle, now time.Time) (recon
 
 // report logs a problem with the object's stored state and, the first time
 // this value is seen, posts a Warning Event so that users see it too.
-func (r *reconciler) report(ctx context.Context, c *cycle, what, value, reason, message string) {
+func (r *kindState) report(ctx context.Context, c *cycle, what, value, reason, message string) {
 	c.local.Error(nil, message) // the Event below says it to users once
 	if !c.mem.firstReport(what, value) || r.settings.Poster == nil || !r.settings.Poster.Allows(posting.TypeWarning) {
 		return
@@ -120,13 +113,13 @@ func (r *reconciler) report(ctx context.Context, c *cycle, what, value, reason, 
 
 // handlerContext is the context a handler runs in: the logger, and the
 // poster for its Events.
-func (r *reconciler) handlerContext(ctx context.Context, log logr.Logger) context.Context {
+func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context.Context {
 	return WithClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
 }
 
 // reconciles reports whether the kind has a controller: change handlers,
 // daemons or timers. A kind with low-level handlers only has none, unless
 // it is sharded: handing its objects over takes a reconcile.
-func (r *reconciler) reconciles() bool {
+func (r *kindState) reconciles() bool {
 	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.reconcilesEveryKind()
 }

@@ -204,14 +204,9 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 	}
 	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
 	state := &kindState{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
-		events: make(chan event.GenericEvent, enqueueBuffer), own: own}
-	return &reconciler{
-		kindState: state,
-		settings:  s,
-		throttler: throttler{delays: s.ErrorDelays},
-		sup:       sup,
-		host:      &kindHost{kindState: state, done: sup.Done()},
-	}
+		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
+	state.host = &kindHost{kindState: state, done: sup.Done()}
+	return &reconciler{kindState: state, throttler: throttler{delays: s.ErrorDelays}}
 }
 
 // runCache returns the maker of each run's cache. The cache keeps objects

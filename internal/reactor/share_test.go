@@ -223,7 +223,7 @@ func handingOver(t *testing.T, c client.Client, r *ringShare, watching bool) *re
 		cancel()
 		_ = sup.Start(ctx)
 	})
-	return &reconciler{kindState: &kindState{kindObjects: kindObjects{kind: kind, gvk: w.gvk}, writer: w, own: r}, sup: sup}
+	return &reconciler{kindState: &kindState{kindObjects: kindObjects{kind: kind, gvk: w.gvk}, writer: w, own: r, sup: sup}}
 }
 
 // The owner that lets go moves the label and the grant to the next member

@@ -16,7 +16,7 @@ import (
 )
 
 // spawnSubject is what daemon and timer filters look at: the object now.
-func (r *reconciler) spawnSubject(c *cycle) *registry.Subject {
+func (r daemonSync) spawnSubject(c *cycle) *registry.Subject {
 	return &registry.Subject{
 		Obj:         c.obj,
 		Labels:      c.obj.GetLabels(),
@@ -28,7 +28,7 @@ func (r *reconciler) spawnSubject(c *cycle) *registry.Subject {
 // syncDaemons spawns the daemons and timers that match the object and
 // stops those that no longer do. Deleted objects are handled by
 // stopDaemons instead.
-func (r *reconciler) syncDaemons(c *cycle) {
+func (r daemonSync) syncDaemons(c *cycle) {
 	if len(r.kind.Spawning) == 0 || c.obj.GetDeletionTimestamp() != nil {
 		return
 	}
@@ -50,7 +50,7 @@ func (r *reconciler) syncDaemons(c *cycle) {
 // object's values are bound only when a line is written, since the
 // supervisor keeps the logger as long as the object, and posting follows
 // the operator's settings as for change handlers.
-func (r *reconciler) objectDaemonLog(c *cycle) logr.Logger {
+func (r daemonSync) objectDaemonLog(c *cycle) logr.Logger {
 	log := lazylog.WithValues(r.daemonLog, "namespace", c.obj.GetNamespace(), "name", c.obj.GetName())
 	return posting.Logger(log, r.settings.Poster, posting.Ref{GVK: r.gvk, Namespace: c.obj.GetNamespace(), Name: c.obj.GetName(), UID: c.obj.GetUID()})
 }
@@ -58,7 +58,7 @@ func (r *reconciler) objectDaemonLog(c *cycle) logr.Logger {
 // daemonsRequireFinalizer reports whether a daemon or timer that matches
 // the object (and did not end on its own) needs the finalizer, so that the
 // object's deletion waits for it to exit.
-func (r *reconciler) daemonsRequireFinalizer(c *cycle) bool {
+func (r daemonSync) daemonsRequireFinalizer(c *cycle) bool {
 	if len(r.kind.Spawning) == 0 {
 		return false
 	}
@@ -72,7 +72,7 @@ func (r *reconciler) daemonsRequireFinalizer(c *cycle) bool {
 
 // stopDaemons stops the daemons and timers of a deleted object and notes
 // which still block its deletion, and when to look again.
-func (r *reconciler) stopDaemons(c *cycle) {
+func (r daemonSync) stopDaemons(c *cycle) {
 	b := r.sup.Stop(c.obj.GetUID(), daemons.StopResourceDeleted)
 	c.left.Blocking, c.left.Polling = len(b.Names) > 0, b.Polling
 	for _, name := range b.Lingering {
