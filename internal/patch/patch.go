@@ -36,8 +36,10 @@ func (p *Patch) Remove(path ...string) { p.Set(nil, path...) }
 // Get returns what the patch holds at the path, and whether it holds anything.
 func (p *Patch) Get(path ...string) (any, bool) { return fields.Resolve(p.body, path) }
 
-// Forget takes the path out of the patch, as if it had never been set.
-func (p *Patch) Forget(path ...string) { fields.Remove(p.body, path) }
+// Forget takes the path out of the patch, as if it had never been set:
+// the maps it leaves empty go too, so that a record written and purged in
+// one cycle leaves no {"metadata": {"annotations": {}}} to send.
+func (p *Patch) Forget(path ...string) { fields.RemovePruning(p.body, path) }
 
 // SetLabel sets a label on the object.
 func (p *Patch) SetLabel(key, value string) { p.Set(value, "metadata", "labels", key) }
