@@ -89,6 +89,8 @@ func (f *fakeHost) Apply(_ context.Context, _ Ref, p *patch.Patch) error {
 	return nil
 }
 
+func (f *fakeHost) Label() string { return "fake" }
+
 func (f *fakeHost) Enqueue(r Ref) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -95,6 +95,8 @@ type Host interface {
 	Body(obj causes.Object) (map[string]any, error)
 	Apply(ctx context.Context, ref Ref, p *patch.Patch) error
 	Enqueue(ref Ref)
+	// Label names the host's kind in the metrics.
+	Label() string
 }
 
 // DaemonCause is what a daemon or timer learns beside its object.

@@ -64,6 +64,9 @@ func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) e
 }
 
 // Enqueue asks for a reconcile of the object.
+// Label is the kind as the metrics name it.
+func (h *kindHost) Label() string { return h.kindLabel }
+
 func (h *kindHost) Enqueue(ref daemons.Ref) {
 	obj := h.newObject()
 	obj.SetNamespace(ref.Namespace)

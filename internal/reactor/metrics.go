@@ -22,13 +22,12 @@ type daemonMetrics struct{}
 
 var _ daemons.Observer = daemonMetrics{}
 
-// kindOf is the kind label of a host: the engine's hosts are kindHosts,
-// one per kind.
+// kindOf is the kind label of a host.
 func kindOf(host daemons.Host) string {
-	if h, ok := host.(*kindHost); ok {
-		return h.kindLabel
+	if host == nil {
+		return ""
 	}
-	return ""
+	return host.Label()
 }
 
 func (daemonMetrics) Spawned(host daemons.Host, h *daemons.Handler) {

@@ -35,6 +35,7 @@ func (h *host) Body(obj causes.Object) (map[string]any, error) {
 }
 func (h *host) Apply(context.Context, daemons.Ref, *patch.Patch) error { return nil }
 func (h *host) Enqueue(daemons.Ref)                                    {}
+func (h *host) Label() string                                          { return "bench" }
 
 func exampleObject() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
