@@ -93,12 +93,7 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 				return c.SubResource(sub).Patch(ctx, o, p, opts...)
 			},
 		})
-	if obj.GetDeletionTimestamp() == nil {
-		builder = builder.WithObjects(obj)
-	} else {
-		builder = builder.WithObjects(obj) // the finalizer keeps it
-	}
-	rig.c = builder.Build()
+	rig.c = builder.WithObjects(obj).Build()
 	record := func(id string) registry.ChangeFunc {
 		return func(context.Context, registry.Object, *causes.Cause) (any, error) {
 			rig.calls = append(rig.calls, id)
@@ -114,7 +109,7 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 		kind.Changing = append(kind.Changing, &registry.ChangeHandler{Handler: execution.Handler{ID: h.id}, Reason: h.reason,
 			RequiresFinalizer: h.reason == causes.Delete, Fn: record(h.id)})
 	}
-	s := Settings{Clock: nil}.WithDefaults()
+	s := Settings{}.WithDefaults()
 	rig.sup = daemons.New(daemons.Settings{})
 	cs := &clients{direct: rig.c}
 	cs.set(rig.c)

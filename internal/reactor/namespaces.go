@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -109,13 +110,18 @@ func (w *namespaceWatch) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("follow the namespaces: %w", err)
 	}
-	go func() {
-		if toolscache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
+	// The first update waits for the first listing; it ends with the cache.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	running, stop := context.WithCancel(ctx)
+	defer stop()
+	wg.Go(func() {
+		if toolscache.WaitForCacheSync(running.Done(), registration.HasSynced) {
 			synced.Store(true)
-			w.update(ctx, c)
+			w.update(running, c)
 		}
-	}()
-	return c.Start(ctx)
+	})
+	return c.Start(running)
 }
 
 // update sets the served set from the namespaces in the cache.

@@ -112,7 +112,7 @@ func deployManifests(t *testing.T, file, ns string) []*unstructured.Unstructured
 func localArgs(t *testing.T, args []string) ([]string, []string) {
 	var out, probes []string
 	for _, a := range args {
-		name, value, _ := strings.Cut(a, "=")
+		name, _, _ := strings.Cut(a, "=")
 		switch name {
 		case "--liveness":
 			addr := testenv.FreeAddress(t)
@@ -125,7 +125,6 @@ func localArgs(t *testing.T, args []string) ([]string, []string) {
 		case "--metrics-bind-address":
 			a = fmt.Sprintf("%s=%s", name, testenv.FreeAddress(t))
 		}
-		_ = value
 		out = append(out, a)
 	}
 	return out, probes
