@@ -29,10 +29,10 @@ func (r *kindState) storeEssence(c *cycle, essence map[string]any) {
 // back (requeueAfter): a due or sleeping handler is requeued after its
 // delay, unless the write itself brings a watch event that starts the next
 // cycle.
-func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, error) {
-	r.guardAnnotationsSize(ctx, c)
+func (p *pipeline) apply(ctx context.Context, c *cycle) (reconcile.Result, error) {
+	p.guardAnnotationsSize(ctx, c)
 	before := c.obj.GetResourceVersion()
-	conflict, err := r.writer.commit(ctx, c.local, c.obj, c.patch, c.finalizer)
+	conflict, err := p.writes.commit(ctx, c.local, c.obj, c.patch, c.finalizer)
 	if err != nil {
 		if !c.patch.IsEmpty() {
 			c.mem.unwritten = c.patch
@@ -43,7 +43,7 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 	written := c.obj.GetResourceVersion() != before
 	if written {
 		c.mem.expectedVersion = c.obj.GetResourceVersion()
-		c.mem.consistencyDeadline = r.settings.Clock.Now().Add(r.settings.ConsistencyTimeout)
+		c.mem.consistencyDeadline = p.settings.Clock.Now().Add(p.settings.ConsistencyTimeout)
 	}
 	next := requeueAfter(c.left, written, conflict)
 	switch next.Log {
@@ -59,7 +59,7 @@ func (r *reconciler) apply(ctx context.Context, c *cycle) (reconcile.Result, err
 // patch (the API server would reject the whole write, and with it the
 // handlers' progress): the essence is then kept in this process's memory,
 // and the problem is logged and posted as a Warning Event.
-func (r *reconciler) guardAnnotationsSize(ctx context.Context, c *cycle) {
+func (p *pipeline) guardAnnotationsSize(ctx context.Context, c *cycle) {
 	if c.essence == nil {
 		return
 	}
@@ -81,8 +81,8 @@ func (r *reconciler) guardAnnotationsSize(ctx context.Context, c *cycle) {
 		c.mem.oversizedEssence = nil
 		return
 	}
-	r.settings.DiffBase.Forget(c.body, c.patch)
+	p.settings.DiffBase.Forget(c.body, c.patch)
 	c.mem.oversizedEssence = c.essence
-	r.report(ctx, c, "oversized", fmt.Sprint(size), ReasonDiffBaseTooLarge,
+	p.report(ctx, c, "oversized", fmt.Sprint(size), ReasonDiffBaseTooLarge,
 		fmt.Sprintf("The last handled configuration does not fit into the annotations (%d bytes of annotations, the limit is %d); it is kept in memory only, so after a restart the changes since the last stored one are handled again. A status diffbase storage avoids this.", size, annotationsSizeLimit))
 }

@@ -8,12 +8,12 @@ import (
 // consistencyWait returns how long to wait for the cache to catch up with
 // this process's last write (a cycle's, or a daemon's or timer's), zero
 // when it has (or the wait is over).
-func (r *reconciler) consistencyWait(c *cycle, now time.Time) time.Duration {
+func (p *pipeline) consistencyWait(c *cycle, now time.Time) time.Duration {
 	if v := c.mem.daemonWrote.Swap(nil); v != nil && (c.mem.expectedVersion == "" || versionReached(*v, c.mem.expectedVersion)) {
 		c.mem.expectedVersion = *v
-		c.mem.consistencyDeadline = now.Add(r.settings.ConsistencyTimeout)
+		c.mem.consistencyDeadline = now.Add(p.settings.ConsistencyTimeout)
 	}
-	if c.mem.expectedVersion == "" || r.settings.ConsistencyTimeout < 0 {
+	if c.mem.expectedVersion == "" || p.settings.ConsistencyTimeout < 0 {
 		return 0
 	}
 	if versionReached(c.obj.GetResourceVersion(), c.mem.expectedVersion) {
@@ -25,7 +25,7 @@ func (r *reconciler) consistencyWait(c *cycle, now time.Time) time.Duration {
 	}
 	c.local.Info("The cache did not catch up with this operator's last write in time; proceeding with what it has.",
 		"resourceVersion", c.obj.GetResourceVersion(), "expected", c.mem.expectedVersion,
-		"timeout", r.settings.ConsistencyTimeout.String())
+		"timeout", p.settings.ConsistencyTimeout.String())
 	c.mem.expectedVersion = ""
 	return 0
 }

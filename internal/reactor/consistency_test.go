@@ -70,7 +70,7 @@ func TestConsistencyWaitTakesDaemonWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &reconciler{kindState: &kindState{settings: Settings{ConsistencyTimeout: timeout}}}
+			r := &pipeline{kindState: &kindState{settings: Settings{ConsistencyTimeout: timeout}}}
 			obj := &unstructured.Unstructured{}
 			obj.SetResourceVersion(tt.cached)
 			mem := &memory{expectedVersion: tt.expected, consistencyDeadline: now.Add(2 * time.Second)}

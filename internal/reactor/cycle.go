@@ -24,10 +24,13 @@ type cycle struct {
 	// left is what the handlers and daemons left: pending handlers, and
 	// daemons that still keep a deleted object.
 	left leftover
-	// newEssence is the object's essence now; essence is the new last
-	// handled essence, if this cycle stores one.
-	newEssence map[string]any
-	essence    map[string]any
+	// newEssence is the object's essence now; oldEssence the last handled
+	// one (nil: none, or unreadable, diffBaseErr says why); essence is the
+	// new last handled essence, if this cycle stores one.
+	newEssence  map[string]any
+	oldEssence  map[string]any
+	diffBaseErr error
+	essence     map[string]any
 }
 
 // ref identifies the cycle's object for the supervisor.

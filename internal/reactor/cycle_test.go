@@ -24,6 +24,7 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
@@ -68,7 +69,7 @@ type cycleRig struct {
 
 // newCycleRig makes the reconciler of a kind with a create, an update, a
 // resume and a delete handler whose outcome the row decides.
-func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id string) (any, error), conflict bool) *cycleRig {
+func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id string) (any, error), conflict, fail bool) *cycleRig {
 	t.Helper()
 	rig := &cycleRig{}
 	mapper := meta.NewDefaultRESTMapper(nil)
@@ -82,6 +83,9 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 				}
 				if conflict {
 					return apierrors.NewConflict(schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}, o.GetName(), errors.New("changed"))
+				}
+				if fail {
+					return apierrors.NewInternalError(errors.New("etcd is down"))
 				}
 				return c.Patch(ctx, o, p, opts...)
 			},
@@ -117,6 +121,55 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 	return rig
 }
 
+// memory is the rig's memory of the object.
+func (rig *cycleRig) memory() *memory {
+	return rig.r.memories.recall("uid-kex", types.NamespacedName{Namespace: "ns", Name: "kex"})
+}
+
+// handingTo is a ring member's ownership (share.go) as a fake: every
+// object is to be handed over to next; letGo's acknowledgement moves a
+// label, and settled records its outcome.
+type handingTo struct {
+	unshared
+	next    string
+	settled *[]bool
+}
+
+func (h handingTo) claim(client.Object, time.Time) claim { return claim{kind: handOver, next: h.next} }
+
+func (h handingTo) letGo(obj client.Object, next string) (map[string]any, func(bool)) {
+	ack := map[string]any{"metadata": map[string]any{"labels": map[string]any{"owner": next},
+		"resourceVersion": obj.GetResourceVersion()}}
+	return ack, func(written bool) { *h.settled = append(*h.settled, written) }
+}
+
+// standingBy is an ownership under which no object is this replica's.
+type standingBy struct{ unshared }
+
+func (standingBy) claim(client.Object, time.Time) claim {
+	return claim{kind: standBy, why: "the owner label names another member"}
+}
+
+// slowDaemons are the object's daemons as a fake, still running when
+// stopped; stops records the reasons they were stopped for.
+type slowDaemons struct {
+	objectDaemons
+	running []string
+	stops   *[]daemons.StopReason
+}
+
+func (d slowDaemons) stopAndWait(_ *cycle, reason daemons.StopReason) []string {
+	*d.stops = append(*d.stops, reason)
+	return d.running
+}
+
+// unwrittenPatch is what a cycle could not write: a handler's progress.
+func unwrittenPatch() *patch.Patch {
+	p := patch.New()
+	p.SetAnnotation("kopf.zalando.org/update_fn", `{"started":"2026-12-01T00:00:00.000000Z","retries":1}`)
+	return p
+}
+
 func (rig *cycleRig) reconcile(t *testing.T) (reconcile.Result, error) {
 	t.Helper()
 	return rig.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "kex"}})
@@ -148,13 +201,24 @@ func TestCycles(t *testing.T) {
 		listed   bool // found in the first listing: resume handlers are due
 		outcome  func(id string) (any, error)
 		conflict bool
+		fail     bool // the API server fails every write of the object
 		vanish   bool
 		twice    bool // a second cycle follows the first
+		// own is whose the object is (unshared: this replica's); running
+		// are daemons that do not exit when stopped; mem sets up the
+		// memory of earlier cycles.
+		own     ownership
+		running []string
+		mem     func(m *memory)
 
 		calls   []string
 		writes  int
-		requeue bool // RequeueAfter > 0
+		wrote   []string // in the written patches, in this order
+		requeue bool     // RequeueAfter > 0
 		wantErr bool
+		stops   []daemons.StopReason // the daemons' stops asked for
+		settled []bool               // the handover's settle calls
+		kept    bool                 // the memory keeps unwritten outcomes
 		check   func(t *testing.T, obj *unstructured.Unstructured)
 	}{
 		{name: "first sight: the finalizer first", obj: unfinalized(cycleObject("a", nil)), outcome: succeed, calls: nil, writes: 1,
@@ -219,11 +283,58 @@ func TestCycles(t *testing.T) {
 		// The status (the result) is written first; the main patch meets the
 		// conflict, is kept for the next cycle, and the object is looked at
 		// again soon.
-		{name: "a conflict on write", obj: cycleObject("a", nil), conflict: true, outcome: succeed, calls: []string{"create_fn"}, writes: 2, requeue: true},
+		{name: "a conflict on write", obj: cycleObject("a", nil), conflict: true, outcome: succeed, calls: []string{"create_fn"}, writes: 2, requeue: true, kept: true},
+		// Any other API error: the outcome is kept for the next cycle, and
+		// the object is throttled (Kopf's error delays).
+		{name: "a failed write", obj: cycleObject("a", nil), fail: true, outcome: succeed, calls: []string{"create_fn"}, writes: 2, requeue: true, kept: true},
+		// The previous cycle's outcomes are written first, and nothing else
+		// runs, though the object changed since.
+		{name: "unwritten outcomes", obj: cycleObject("b", handled("a")), outcome: succeed, calls: nil, writes: 1,
+			mem:   func(m *memory) { m.unwritten = unwrittenPatch() },
+			wrote: []string{`"kopf.zalando.org/update_fn"`}},
+		// The cache does not show this process's last write yet: nothing
+		// runs on the older body; the object comes back.
+		{name: "waiting for the cache", obj: cycleObject("b", handled("a")), outcome: succeed, calls: nil, writes: 0, requeue: true,
+			mem: func(m *memory) {
+				m.expectedVersion, m.consistencyDeadline = "999999", time.Now().Add(5*time.Second)
+			}},
+		// Handed over: no handler runs though the object changed; the
+		// daemons are stopped as for a pause; the acknowledgement is the
+		// one write, guarded by the object's version.
+		{name: "a handover", obj: cycleObject("b", handled("a")), own: handingTo{next: "m-b"}, outcome: succeed, calls: nil, writes: 1,
+			wrote: []string{`"labels":{"owner":"m-b"}`}, stops: []daemons.StopReason{daemons.StopOperatorPausing}, settled: []bool{true},
+			check: func(t *testing.T, obj *unstructured.Unstructured) {
+				if obj.GetLabels()["owner"] != "m-b" {
+					t.Errorf("labels = %v, want the next owner", obj.GetLabels())
+				}
+			}},
+		{name: "a handover waits for daemons that still run", obj: cycleObject("b", handled("a")), own: handingTo{next: "m-b"},
+			running: []string{"monitor_fn"}, outcome: succeed, calls: nil, writes: 0, requeue: true,
+			stops: []daemons.StopReason{daemons.StopOperatorPausing}},
+		// The next owner reads the outcomes: they go before the handover.
+		{name: "a handover writes unwritten outcomes first", obj: cycleObject("b", handled("a")), own: handingTo{next: "m-b"},
+			mem: func(m *memory) { m.unwritten = unwrittenPatch() }, outcome: succeed, calls: nil, writes: 1,
+			wrote: []string{`"kopf.zalando.org/update_fn"`}, stops: []daemons.StopReason{daemons.StopOperatorPausing}},
+		{name: "stand-by", obj: cycleObject("b", handled("a")), own: standingBy{}, outcome: succeed, calls: nil, writes: 0,
+			stops: []daemons.StopReason{daemons.StopOperatorPausing}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rig := newCycleRig(t, tt.obj, tt.outcome, tt.conflict)
+			rig := newCycleRig(t, tt.obj, tt.outcome, tt.conflict, tt.fail)
+			var stops []daemons.StopReason
+			var settled []bool
+			switch own := tt.own.(type) {
+			case handingTo:
+				own.settled = &settled
+				rig.r.own = own
+			case nil:
+			default:
+				rig.r.own = own
+			}
+			rig.r.cycles.daemons = slowDaemons{objectDaemons: rig.r.cycles.daemons, running: tt.running, stops: &stops}
+			if tt.mem != nil {
+				tt.mem(rig.memory())
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer func() { cancel(); _ = rig.sup.Start(ctx) }()
 			if tt.vanish {
@@ -251,8 +362,23 @@ func TestCycles(t *testing.T) {
 			if got := result.RequeueAfter > 0; got != tt.requeue {
 				t.Errorf("requeue after %s (error %v), want a requeue: %v", result.RequeueAfter, err, tt.requeue)
 			}
+			for i, w := range tt.wrote {
+				if i >= len(rig.written) || !strings.Contains(rig.written[i], w) {
+					t.Errorf("written: %q, want %q in write %d", rig.written, w, i+1)
+				}
+			}
+			if !slices.Equal(stops, tt.stops) {
+				t.Errorf("daemons stopped for %v, want %v", stops, tt.stops)
+			}
+			if !slices.Equal(settled, tt.settled) {
+				t.Errorf("handover settled %v, want %v", settled, tt.settled)
+			}
 			if tt.vanish && rig.r.memories.size() != 0 {
 				t.Error("the vanished object is still remembered")
+			}
+			// (After the check above: recalling a memory makes one.)
+			if kept := rig.memory().unwritten != nil; kept != tt.kept {
+				t.Errorf("unwritten outcomes kept: %v, want %v", kept, tt.kept)
 			}
 			if tt.check != nil {
 				tt.check(t, rig.read(t))

@@ -8,10 +8,13 @@ import (
 )
 
 // This file is the decision of one cycle, apart from doing it: pure
-// functions of what the cycle knows, which the reconciler then carries out
-// (process.go, apply.go). decide says what happens before the change
-// handlers, settle what happens to the finalizer after them, and requeue
-// when the object comes back once the cycle's patch is written.
+// functions of what the cycle knows (facts, gathered in pipeline.go),
+// which the pipeline then carries out. decide says which step the cycle
+// takes (a handover, a stand-by, a wait for the cache, the previous
+// cycle's unwritten outcomes, or the change handlers) and what happens
+// before the change handlers; settle says what happens to the finalizer
+// after them, and requeueAfter when the object comes back once the
+// cycle's patch is written.
 
 // finalizerChange is what a cycle does to this operator's finalizer.
 type finalizerChange int
@@ -24,6 +27,13 @@ const (
 
 // facts are what a cycle knows of its object before any handler runs.
 type facts struct {
+	// Claim is what this replica may do with the object (ownership.go).
+	Claim claim
+	// CacheWait is how long the cache may still lag behind this process's
+	// last write of the object (consistency.go); zero: it does not.
+	CacheWait time.Duration
+	// Unwritten: the previous cycle's outcomes could not be written.
+	Unwritten bool
 	// Deleting: the object has a deletionTimestamp; Finalized: it has this
 	// operator's finalizer.
 	Deleting, Finalized bool
@@ -51,8 +61,39 @@ type matches struct {
 	DaemonsNeedFinalizer bool
 }
 
+// step is the one thing a cycle does.
+type step int
+
+const (
+	// stepHandle: the change handlers' part of the cycle (the rest of
+	// the plan says what of it).
+	stepHandle step = iota
+	// stepHandOver: let go of the object to the plan's Next member
+	// (docs/sharding.md, "Handover"), once its daemons have exited.
+	stepHandOver
+	// stepStandBy: run nothing, and stop the object's daemons: the object
+	// is in the cache but not this replica's to work on (the plan's Why).
+	stepStandBy
+	// stepWaitForCache: come back after the plan's Wait, or with the
+	// watch event of this process's last write, whichever is first.
+	stepWaitForCache
+	// stepWriteUnwritten: write the previous cycle's outcomes, and nothing
+	// else, so that no handler's outcome is lost and none runs twice.
+	stepWriteUnwritten
+)
+
 // plan is what a cycle does before its change handlers run.
 type plan struct {
+	Step step
+	// Next is the member a handover goes to; WriteFirst: the previous
+	// cycle's unwritten outcomes are written before the handover (the
+	// next owner reads them). Why is why the replica stands by. Wait is
+	// how long to wait for the cache.
+	Next       string
+	WriteFirst bool
+	Why        string
+	Wait       time.Duration
+
 	Reason  causes.Reason
 	Initial bool
 	// ReportDiffBase: the last handled essence cannot be read, and changes
@@ -78,11 +119,26 @@ type plan struct {
 	Release bool
 }
 
-// decide plans a cycle. lookup asks the registry about the object under
-// the detected cause; it is not asked when the cycle has nothing to do
-// (an unreadable last handled essence, a deletion that is not ours), as
-// the filters are users' code.
+// decide plans a cycle. Whose object it is comes first: an object being
+// handed over, or not this replica's, runs nothing more. Then the cache
+// must show this process's last write, lest handlers run twice on the
+// body from before it; then the previous cycle's unwritten outcomes go
+// first. Only then the change handlers' part is planned. lookup asks the
+// registry about the object under the detected cause; it is not asked
+// when the cycle has nothing to do (any step above, an unreadable last
+// handled essence, a deletion that is not ours), as the filters are
+// users' code.
 func decide(f facts, lookup func(reason causes.Reason, initial bool) matches) plan {
+	switch {
+	case f.Claim.kind == handOver:
+		return plan{Step: stepHandOver, Next: f.Claim.next, WriteFirst: f.Unwritten}
+	case f.Claim.kind == standBy:
+		return plan{Step: stepStandBy, Why: f.Claim.why}
+	case f.CacheWait > 0:
+		return plan{Step: stepWaitForCache, Wait: f.CacheWait}
+	case f.Unwritten:
+		return plan{Step: stepWriteUnwritten}
+	}
 	if f.DiffBaseInvalid && !f.Deleting {
 		return plan{ReportDiffBase: true}
 	}
@@ -114,6 +170,13 @@ func decide(f facts, lookup func(reason causes.Reason, initial bool) matches) pl
 	p.NoOp = m.Visible && reason == causes.NoOp
 	p.Release = f.Deleting && f.Finalized
 	return p
+}
+
+// syncsDaemons reports whether the object's daemons and timers follow its
+// state in this cycle: they do whenever the object is this replica's to
+// work on, consistent or not, as they read the latest object themselves.
+func (p plan) syncsDaemons() bool {
+	return p.Step != stepHandOver && p.Step != stepStandBy
 }
 
 // leftover is what the change handlers and the daemons left after a

@@ -151,6 +151,26 @@ func TestDecide(t *testing.T) {
 		facts: facts{Deleting: true, Finalized: true, DiffBaseInvalid: true}, matches: withDelete, written: true,
 		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
 			Asked: causes.Delete, Finalizer: removeFinalizer},
+	}, {
+		rule:  "sharding.md, Handover: the old owner lets go first: an object handed over runs no handler, whatever changed",
+		facts: facts{Claim: claim{kind: handOver, next: "m-b"}, Diff: changed, CacheWait: time.Second}, matches: withDelete,
+		want: decided{Plan: plan{Step: stepHandOver, Next: "m-b"}},
+	}, {
+		rule:  "sharding.md, Details and decisions: unwritten outcomes go first, before the handover",
+		facts: facts{Claim: claim{kind: handOver, next: "m-b"}, Unwritten: true}, matches: withDelete,
+		want: decided{Plan: plan{Step: stepHandOver, Next: "m-b", WriteFirst: true}},
+	}, {
+		rule:  "sharding.md, The assigner: an object whose owner label was edited by hand is stood by, even while deleted",
+		facts: facts{Claim: claim{kind: standBy, why: "edited"}, Deleting: true, Finalized: true}, matches: withDelete,
+		want: decided{Plan: plan{Step: stepStandBy, Why: "edited"}},
+	}, {
+		rule:  "ARCHITECTURE.md, The flow of one reconcile: no change handler runs on a body older than this process's last write",
+		facts: facts{CacheWait: 2 * time.Second, Unwritten: true, Diff: changed, HasDiffBase: true}, matches: visible,
+		want: decided{Plan: plan{Step: stepWaitForCache, Wait: 2 * time.Second}},
+	}, {
+		rule:  "handlers.md, When the object's stored state is broken: a failed write's changes are written first in the next cycle, and nothing else",
+		facts: facts{Unwritten: true, DiffBaseInvalid: true}, matches: visible,
+		want: decided{Plan: plan{Step: stepWriteUnwritten}},
 	}}
 	for _, tt := range tests {
 		var got decided
@@ -162,6 +182,9 @@ func TestDecide(t *testing.T) {
 		})
 		if asked > 1 {
 			t.Errorf("%s: the registry was asked %d times, want once at most", tt.rule, asked)
+		}
+		if got.Plan.syncsDaemons() != (tt.facts.Claim.kind == work) {
+			t.Errorf("%s: the daemons follow the object: %v, want them to whenever it is this replica's", tt.rule, got.Plan.syncsDaemons())
 		}
 		got.Finalizer = got.Plan.settle(tt.left)
 		got.Requeue = requeueAfter(tt.left, tt.written, tt.conflict)

@@ -30,26 +30,24 @@ const handoverPolling = 5 * time.Second
 // again, if no watch event comes first.
 const handoverConflictDelay = 100 * time.Millisecond
 
-func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (reconcile.Result, error) {
-	if running := r.stopAndWait(c, daemons.StopOperatorPausing); len(running) > 0 {
-		c.local.V(1).Info(fmt.Sprintf("The handover to %s waits for %s to exit.", next, running))
+func (p *pipeline) handOver(ctx context.Context, c *cycle, pl plan) (reconcile.Result, error) {
+	if running := p.daemons.stopAndWait(c, daemons.StopOperatorPausing); len(running) > 0 {
+		c.local.V(1).Info(fmt.Sprintf("The handover to %s waits for %s to exit.", pl.Next, running))
 		return reconcile.Result{RequeueAfter: handoverPolling}, nil
 	}
-	if c.mem.unwritten != nil {
+	if pl.WriteFirst {
 		// The last cycle's outcomes go first: the next owner reads them.
 		c.patch, c.mem.unwritten = c.mem.unwritten, nil
-		return r.apply(ctx, c)
+		return p.apply(ctx, c)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.writer.timeout)
-	defer cancel()
 	// Marked before the write: the DELETED event of the object leaving
 	// the cache may come before the write's answer.
-	r.markHandedOver(c.obj.GetUID())
-	ack, settle := r.own.letGo(c.obj, next)
-	err := r.writer.send(ctx, c.obj, ack, false)
+	p.markHandedOver(c.obj.GetUID())
+	ack, settle := p.own.letGo(c.obj, pl.Next)
+	err := p.writes.acknowledge(ctx, c.obj, ack)
 	settle(err == nil)
 	if err != nil {
-		r.handed.Delete(c.obj.GetUID())
+		p.handed.Delete(c.obj.GetUID())
 	}
 	switch {
 	case apierrors.IsConflict(err):
@@ -62,7 +60,7 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	c.local.V(1).Info(fmt.Sprintf("Handed the object over to %s.", next))
+	c.local.V(1).Info(fmt.Sprintf("Handed the object over to %s.", pl.Next))
 	return reconcile.Result{}, nil
 }
 
@@ -71,21 +69,13 @@ func (r *reconciler) handOver(ctx context.Context, c *cycle, next string) (recon
 // (as for a pause: the object lives on, elsewhere). Nothing is requeued:
 // the change of its labels that makes it this replica's again, or takes
 // it away, brings an event.
-func (r *reconciler) standBy(c *cycle, why string) (reconcile.Result, error) {
-	if running := r.stopAndWait(c, daemons.StopOperatorPausing); len(running) > 0 {
+func (p *pipeline) standBy(c *cycle, why string) (reconcile.Result, error) {
+	if running := p.daemons.stopAndWait(c, daemons.StopOperatorPausing); len(running) > 0 {
 		c.local.V(1).Info(fmt.Sprintf("This replica does not work on the object (%s); waiting for %s to exit.", why, running))
 		return reconcile.Result{RequeueAfter: handoverPolling}, nil
 	}
 	c.local.V(1).Info(fmt.Sprintf("This replica does not work on the object: %s.", why))
 	return reconcile.Result{}, nil
-}
-
-// stopAndWait stops the object's daemons and timers for the reason and
-// lists those that still run, abandoned ones included: a goroutine that
-// still runs may still act on the object.
-func (r *reconciler) stopAndWait(c *cycle, reason daemons.StopReason) []string {
-	b := r.sup.Stop(c.obj.GetUID(), reason)
-	return append(b.Names, b.Abandoned...)
 }
 
 // markHandedOver remembers, for kinds with on-event handlers, an object

@@ -1,12 +1,14 @@
 package reactor
 
 import (
+	"context"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/posting"
 )
 
 // kindState is one kind's state, in one place: its objects' Go type and
@@ -45,3 +47,29 @@ type handlerRound struct{ *kindState }
 // daemonSync keeps the kind's daemons and timers in line with an object
 // (spawning.go).
 type daemonSync struct{ *kindState }
+
+// report logs a problem with the object's stored state and, the first time
+// this value is seen, posts a Warning Event so that users see it too.
+func (r *kindState) report(ctx context.Context, c *cycle, what, value, reason, message string) {
+	c.local.Error(nil, message) // the Event below says it to users once
+	if !c.mem.firstReport(what, value) || r.settings.Poster == nil || !r.settings.Poster.Allows(posting.TypeWarning) {
+		return
+	}
+	ref := posting.Ref{GVK: r.gvk, Namespace: c.obj.GetNamespace(), Name: c.obj.GetName(), UID: c.obj.GetUID()}
+	if err := r.settings.Poster.Post(ctx, ref, posting.TypeWarning, reason, message); err != nil {
+		c.local.Error(err, "Failed to post an event.")
+	}
+}
+
+// handlerContext is the context a handler runs in: the logger, and the
+// poster for its Events.
+func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context.Context {
+	return WithClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
+}
+
+// reconciles reports whether the kind has a controller: change handlers,
+// daemons or timers. A kind with low-level handlers only has none, unless
+// it is sharded: handing its objects over takes a reconcile.
+func (r *kindState) reconciles() bool {
+	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.reconcilesEveryKind()
+}

@@ -206,7 +206,8 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 	state := &kindState{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
 	state.host = &kindHost{kindState: state, done: sup.Done()}
-	return &reconciler{kindState: state, throttler: throttler{delays: s.ErrorDelays}}
+	cycles := &pipeline{kindState: state, handlers: handlerRound{state}, daemons: daemonSync{state}, writes: w}
+	return &reconciler{kindState: state, cycles: cycles, throttler: throttler{delays: s.ErrorDelays}}
 }
 
 // runCache returns the maker of each run's cache. The cache keeps objects

@@ -208,9 +208,9 @@ func TestMembershipLeavesTheLeaseToExpireIfWorkStillRuns(t *testing.T) {
 	}
 }
 
-// handingOver is a reconciler of ConfigMaps in the ring "main", writing
-// to c.
-func handingOver(t *testing.T, c client.Client, r *ringShare, watching bool) *reconciler {
+// handingOver is the cycles' pipeline of ConfigMaps in the ring "main",
+// writing to c.
+func handingOver(t *testing.T, c client.Client, r *ringShare, watching bool) *pipeline {
 	kind := &registry.Kind{}
 	if watching {
 		kind.Watching = []*registry.EventHandler{{}}
@@ -223,7 +223,8 @@ func handingOver(t *testing.T, c client.Client, r *ringShare, watching bool) *re
 		cancel()
 		_ = sup.Start(ctx)
 	})
-	return &reconciler{kindState: &kindState{kindObjects: kindObjects{kind: kind, gvk: w.gvk}, writer: w, own: r, sup: sup}}
+	state := &kindState{kindObjects: kindObjects{kind: kind, gvk: w.gvk}, writer: w, own: r, sup: sup}
+	return &pipeline{kindState: state, handlers: handlerRound{state}, daemons: daemonSync{state}, writes: w}
 }
 
 // The owner that lets go moves the label and the grant to the next member
@@ -239,7 +240,7 @@ func TestHandOverMovesTheLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj.SetUID("uid-x")
-	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: obj, mem: &memory{}}, "m-b")
+	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: obj, mem: &memory{}}, plan{Step: stepHandOver, Next: "m-b"})
 	if err != nil || result != (reconcile.Result{}) {
 		t.Fatalf("handOver() = %v, %v; want done", result, err)
 	}
@@ -275,7 +276,7 @@ func TestHandOverOfAStaleObjectIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale.SetUID("uid-x")
-	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: stale, mem: &memory{}}, "m-b")
+	result, err := r.handOver(context.Background(), &cycle{local: logr.Discard(), obj: stale, mem: &memory{}}, plan{Step: stepHandOver, Next: "m-b"})
 	if err != nil || result.RequeueAfter <= 0 {
 		t.Fatalf("handOver() of a stale object = %v, %v; want a retry", result, err)
 	}

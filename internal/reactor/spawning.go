@@ -79,3 +79,11 @@ func (r daemonSync) stopDaemons(c *cycle) {
 		c.local.V(1).Info(fmt.Sprintf("%s is still exiting. The next check is in %s seconds.", name, execution.Seconds(b.Polling.Round(logPrecision))))
 	}
 }
+
+// stopAndWait stops the object's daemons and timers for the reason and
+// lists those that still run, abandoned ones included: a goroutine that
+// still runs may still act on the object.
+func (r daemonSync) stopAndWait(c *cycle, reason daemons.StopReason) []string {
+	b := r.sup.Stop(c.obj.GetUID(), reason)
+	return append(b.Names, b.Abandoned...)
+}

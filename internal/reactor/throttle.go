@@ -23,22 +23,27 @@ func (t throttler) wait(c *cycle, now time.Time) time.Duration {
 	return c.mem.throttledUntil.Sub(now)
 }
 
-// after turns a cycle's result and error into the reconcile's: an error
-// starts or extends the object's throttling, a success ends it.
+// after turns a cycle's result and error into the reconcile's, in one
+// switch as controller-runtime's reconcileHandler turns those into queue
+// operations: a success ends the object's throttling and keeps the
+// cycle's requeue; an error without throttling goes to controller-runtime
+// (its rate-limited requeue); any other error starts or extends the
+// throttling, and the object comes back when it is over.
 func (t throttler) after(c *cycle, now time.Time, result reconcile.Result, err error) (reconcile.Result, error) {
-	if err == nil {
+	switch {
+	case err == nil:
 		if c.mem.throttles > 0 {
 			c.local.Info("Throttling is over. Switching back to normal operations.")
 			c.mem.throttles, c.mem.throttledUntil = 0, time.Time{}
 		}
 		return result, nil
-	}
-	if len(t.delays) == 0 {
+	case len(t.delays) == 0:
 		return result, err
+	default:
+		delay := t.delays[min(c.mem.throttles, len(t.delays)-1)]
+		c.mem.throttles++
+		c.mem.throttledUntil = now.Add(delay)
+		c.local.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", execution.Seconds(delay.Round(logPrecision)), err))
+		return reconcile.Result{RequeueAfter: delay}, nil
 	}
-	delay := t.delays[min(c.mem.throttles, len(t.delays)-1)]
-	c.mem.throttles++
-	c.mem.throttledUntil = now.Add(delay)
-	c.local.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", execution.Seconds(delay.Round(logPrecision)), err))
-	return reconcile.Result{RequeueAfter: delay}, nil
 }

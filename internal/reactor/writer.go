@@ -44,6 +44,15 @@ func (w *writer) commit(ctx context.Context, log logr.Logger, obj client.Object,
 	return w.write(ctx, log, obj, p, fin)
 }
 
+// acknowledge writes a handover's acknowledgement (the owner label and
+// the grant moved to the next member) in one write guarded by the
+// object's resourceVersion, bounded as commit is.
+func (w *writer) acknowledge(ctx context.Context, obj client.Object, ack map[string]any) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
+	defer cancel()
+	return w.send(ctx, obj, ack, false)
+}
+
 // write sends the status patch (where there is a status subresource) and
 // then the main patch, which also carries a finalizer change computed
 // against the freshest object known, guarded by its resourceVersion.
