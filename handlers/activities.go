@@ -69,12 +69,12 @@ func addActivity(r *Registry, id string, kind registry.ActivityKind, fn registry
 }
 
 // login runs the registry's login handlers; nil without any.
-func (r *Registry) login(ctx context.Context, opts Options) (*rest.Config, error) {
+func (r *Registry) login(ctx context.Context, s reactor.Settings) (*rest.Config, error) {
 	handlers := r.reg.ActivitiesOf(registry.ActivityLogin)
 	if len(handlers) == 0 {
 		return nil, nil
 	}
-	results, err := reactor.RunActivities(ctx, ctrl.Log.WithName("login"), handlers, opts.settings())
+	results, err := reactor.RunActivities(ctx, ctrl.Log.WithName("login"), handlers, s)
 	for _, h := range handlers {
 		if cfg, ok := results[h.ID].(*rest.Config); ok && cfg != nil {
 			return cfg, nil

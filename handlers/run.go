@@ -22,7 +22,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/reactor"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
@@ -45,12 +44,17 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	}
 	logger := runnerLogger(f, os.Stderr)
 	ctrl.SetLogger(logger)
-	cfg, err := clusterConfig(ctx, reg, opts, f.Kubeconfig)
+	opts = withFlags(opts, f)
+	// Resolved once, for the login handlers and the engine alike.
+	s, err := opts.settings().Resolved()
 	if err != nil {
 		return err
 	}
-	opts = withFlags(opts, f)
-	mopts, err := runnerManagerOptions(logger, f, opts)
+	cfg, err := clusterConfig(ctx, reg, s, f.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	mopts, err := runnerManagerOptions(logger, f, opts, s)
 	if err != nil {
 		return err
 	}
@@ -58,7 +62,7 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
-	installed, err := setup(mgr, reg, opts)
+	installed, err := setup(mgr, reg, opts, s)
 	if err != nil {
 		return err
 	}
@@ -121,7 +125,7 @@ func runManager(ctx context.Context, mgr manager.Manager, lost <-chan struct{}) 
 // when they are named exactly, so that a namespaced operator needs only
 // namespaced RBAC. (With patterns, handlers read through the engine's
 // cache, which follows them: docs/scopes.md.)
-func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) (manager.Options, error) {
+func runnerManagerOptions(logger logr.Logger, f Flags, opts Options, s reactor.Settings) (manager.Options, error) {
 	namespaces, err := scopes.ParseNamespaces(opts.Namespaces)
 	if err != nil {
 		return manager.Options{}, fmt.Errorf("invalid namespaces: %w", err)
@@ -139,11 +143,7 @@ func runnerManagerOptions(logger logr.Logger, f Flags, opts Options) (manager.Op
 	skipNameValidation := true
 	// The manager's own stop deadline comes after the engine's grace, so
 	// that the engine can say what it leaves behind.
-	grace := opts.ShutdownGrace
-	if grace == 0 {
-		grace = daemons.DefaultShutdownGrace
-	}
-	managerGrace := grace + 10*time.Second
+	managerGrace := s.Daemons.ShutdownGrace + 10*time.Second
 	return manager.Options{
 		Logger:                  logger,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddress(f, opts)},
@@ -222,13 +222,13 @@ func serveLiveness(mgr manager.Manager, prober *reactor.Prober, liveness string)
 // clusterConfig is the connection the login handlers give, else the one
 // of the kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the
 // in-cluster one.
-func clusterConfig(ctx context.Context, reg *Registry, opts Options, kubeconfig string) (*rest.Config, error) {
-	cfg, err := reg.login(ctx, opts)
+func clusterConfig(ctx context.Context, reg *Registry, s reactor.Settings, kubeconfig string) (*rest.Config, error) {
+	cfg, err := reg.login(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	if cfg != nil {
-		withRelogin(cfg, func(ctx context.Context) (*rest.Config, error) { return reg.login(ctx, opts) }, ctrl.Log.WithName("login"))
+		withRelogin(cfg, func(ctx context.Context) (*rest.Config, error) { return reg.login(ctx, s) }, ctrl.Log.WithName("login"))
 	}
 	if cfg == nil {
 		if cfg, err = restConfig(kubeconfig); err != nil {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kopf-go/kopf/internal/reactor"
 )
 
 func TestParseFlagsPeeringFromEnvironment(t *testing.T) {
@@ -94,7 +96,7 @@ current-context: x
 	if err := os.WriteFile(kubeconfig, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clusterConfig(context.Background(), NewRegistry(), Options{}, kubeconfig)
+	cfg, err := clusterConfig(context.Background(), NewRegistry(), resolvedSettings(t, Options{}), kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ current-context: x
 	OnLogin(reg, "login_fn", func(ctx context.Context, a *Activity) (*rest.Config, error) {
 		return &rest.Config{Host: "https://127.0.0.1:2", QPS: 50}, nil
 	})
-	cfg, err = clusterConfig(context.Background(), reg, Options{}, kubeconfig)
+	cfg, err = clusterConfig(context.Background(), reg, resolvedSettings(t, Options{}), kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +184,7 @@ func TestRunnerLogger(t *testing.T) {
 // win over the options.
 func TestRunnerManagerOptions(t *testing.T) {
 	s := runtime.NewScheme()
-	mopts, err := runnerManagerOptions(logr.Discard(), Flags{}, Options{Scheme: s})
+	mopts, err := runnerManagerOptions(logr.Discard(), Flags{}, Options{Scheme: s}, resolvedSettings(t, Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +197,23 @@ func TestRunnerManagerOptions(t *testing.T) {
 	}
 }
 
+// resolvedSettings are the engine's settings of the options, resolved.
+func resolvedSettings(t *testing.T, o Options) reactor.Settings {
+	t.Helper()
+	s, err := o.settings().Resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // A zero consistency timeout is the default; NoConsistencyWait disables
 // the wait, as Kopf's zero does.
 func TestConsistencyTimeoutZeroIsExplicit(t *testing.T) {
-	if got := (Options{}).settings().WithDefaults().ConsistencyTimeout; got != 5*time.Second {
+	if got := resolvedSettings(t, Options{}).ConsistencyTimeout; got != 5*time.Second {
 		t.Errorf("the default = %s, want 5s", got)
 	}
-	if got := (Options{ConsistencyTimeout: NoConsistencyWait}).settings().WithDefaults().ConsistencyTimeout; got >= 0 {
+	if got := resolvedSettings(t, Options{ConsistencyTimeout: NoConsistencyWait}).ConsistencyTimeout; got >= 0 {
 		t.Errorf("NoConsistencyWait = %s, want a negative timeout (no wait)", got)
 	}
 }

@@ -2,14 +2,15 @@ package handlers
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/runtime"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/reactor"
@@ -148,12 +149,10 @@ func (o Options) settings() reactor.Settings {
 		Finalizer:               o.Finalizer,
 		Progress:                o.ProgressStorage,
 		DiffBase:                o.DiffBaseStorage,
-		DefaultBackoff:          o.DefaultBackoff,
 		ConsistencyTimeout:      o.ConsistencyTimeout,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Clock:                   o.Clock,
-		ShutdownGrace:           o.ShutdownGrace,
-		ReportInterval:          o.ReportInterval,
+		Daemons:                 daemons.Settings{ShutdownGrace: o.ShutdownGrace, ReportInterval: o.ReportInterval, DefaultBackoff: o.DefaultBackoff},
 		Namespaces:              o.Namespaces,
 		Peering:                 o.peering(),
 		WrapClient:              o.WrapClient,
@@ -168,7 +167,7 @@ func (o Options) settings() reactor.Settings {
 }
 
 func (o Options) peering() peering.Settings {
-	s := peering.Settings{Mode: peering.ModeAuto, Name: peering.DefaultName, Priority: o.Priority,
+	s := peering.Settings{Mode: peering.ModeAuto, Priority: o.Priority,
 		Lifetime: o.PeeringLifetime, Identity: o.Identity}
 	switch {
 	case o.Standalone:
@@ -184,20 +183,24 @@ func (o Options) peering() peering.Settings {
 // problems (duplicate ids, contradictory filters, unknown kinds) are
 // reported here, all at once.
 func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
-	_, err := setup(mgr, reg, opts)
+	s, err := opts.settings().Resolved()
+	if err != nil {
+		return err
+	}
+	_, err = setup(mgr, reg, opts, s)
 	return err
 }
 
 // setup is SetupWithManager that also returns what the runner needs: the
 // prober of the probe handlers, for its liveness endpoint, and the signal
 // of a lost ring membership, on which it exits.
-func setup(mgr manager.Manager, reg *Registry, opts Options) (*reactor.Installed, error) {
+func setup(mgr manager.Manager, reg *Registry, opts Options, s reactor.Settings) (*reactor.Installed, error) {
 	// Before anything is added to the manager: a refused registry leaves
 	// no controllers behind.
 	if err := reg.checkResources(mgr.GetScheme()); err != nil {
 		return nil, err
 	}
-	installed, err := reactor.Setup(mgr, &reg.reg, opts.settings())
+	installed, err := reactor.Setup(mgr, &reg.reg, s)
 	if err != nil {
 		return nil, err
 	}

@@ -72,8 +72,10 @@ type Supervisor struct {
 	paused bool
 }
 
-// New returns a supervisor with the settings' defaults filled in.
-func New(s Settings) *Supervisor {
+// Resolved fills the zero fields with the defaults: the one place they
+// are filled. It is idempotent: an engine resolves its settings once, and
+// New takes them as they are then.
+func (s Settings) Resolved() Settings {
 	if s.ShutdownGrace == 0 {
 		s.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -95,6 +97,12 @@ func New(s Settings) *Supervisor {
 	if s.Observer == nil {
 		s.Observer = noObserver{}
 	}
+	return s
+}
+
+// New returns a supervisor of the settings, resolved (Resolved).
+func New(s Settings) *Supervisor {
+	s = s.Resolved()
 	base, cancel := context.WithCancel(s.BaseContext)
 	return &Supervisor{
 		settings:   s,

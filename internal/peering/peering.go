@@ -75,8 +75,10 @@ type Peering struct {
 	toggle *freeze.Toggle
 }
 
-// New prepares peering; the toggle is what it freezes.
-func New(cfg *rest.Config, s Settings, toggle *freeze.Toggle) (*Peering, error) {
+// Resolved fills the zero fields with Kopf's defaults: the one place they
+// are filled (the identity's too, decided once, as the ring's membership
+// names the replica by it). It is idempotent.
+func (s Settings) Resolved() Settings {
 	if s.Name == "" {
 		s.Name = DefaultName
 	}
@@ -91,6 +93,13 @@ func New(cfg *rest.Config, s Settings, toggle *freeze.Toggle) (*Peering, error) 
 	if s.Identity == "" {
 		s.Identity = Identity(false, s.Clock.Now())
 	}
+	return s
+}
+
+// New prepares peering of the settings, resolved (Resolved); the toggle
+// is what it freezes.
+func New(cfg *rest.Config, s Settings, toggle *freeze.Toggle) (*Peering, error) {
+	s = s.Resolved()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create a client for peering: %w", err)

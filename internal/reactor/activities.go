@@ -22,7 +22,9 @@ var ErrActivityFailed = errors.New("one or more handlers failed")
 // at once, retrying in memory as their errors ask; it returns their results
 // by id, and ErrActivityFailed if any of them failed for good.
 func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.ActivityHandler, s Settings) (map[string]any, error) {
-	s = s.WithDefaults()
+	if !s.resolved {
+		return nil, errUnresolved
+	}
 	states := map[string]*execution.HandlerState{}
 	results := map[string]any{}
 	start := s.Clock.Now()
@@ -95,7 +97,7 @@ func (e *engine) cleanup(ctx context.Context) {
 	}
 	done := e.sup.Track("the cleanup handlers")
 	defer done()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.settings.ShutdownGrace)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.settings.Daemons.ShutdownGrace)
 	defer cancel()
 	if _, err := RunActivities(ctx, e.log, handlers, e.settings); err != nil {
 		e.log.Error(err, "The cleanup handlers failed.")

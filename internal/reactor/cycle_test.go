@@ -113,7 +113,7 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 		kind.Changing = append(kind.Changing, &registry.ChangeHandler{Handler: execution.Handler{ID: h.id}, Reason: h.reason,
 			RequiresFinalizer: h.reason == causes.Delete, Fn: record(h.id)})
 	}
-	s := Settings{}.WithDefaults()
+	s := resolved(t, Settings{})
 	rig.sup = daemons.New(daemons.Settings{})
 	cs := &clients{direct: rig.c}
 	cs.set(rig.c)

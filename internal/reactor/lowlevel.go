@@ -127,7 +127,7 @@ func (l *lowLevel) index(log logr.Logger, h *registry.IndexHandler, s *registry.
 	c := *s.Cause
 	c.HandlerID, c.Param = h.ID, h.Param
 	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
-	outcome := execution.Execute(hctx, &h.Handler, state, now, execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.DefaultBackoff},
+	outcome := execution.Execute(hctx, &h.Handler, state, now, execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.Daemons.DefaultBackoff},
 		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, &c) })
 	switch {
 	case outcome.Cancelled:
@@ -178,7 +178,7 @@ func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.
 		Memo: s.Cause.Memo, Indices: s.Cause.Indices}
 	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
 	outcome := execution.Execute(hctx, &h.Handler, &execution.HandlerState{Active: true, Started: now}, now,
-		execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.DefaultBackoff},
+		execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.Daemons.DefaultBackoff},
 		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, e) })
 	if outcome.Err == nil && outcome.Result != nil {
 		if err := e.Patch.SetResult(h.ID, outcome.Result); err != nil {

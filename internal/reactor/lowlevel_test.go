@@ -49,7 +49,7 @@ func TestDeletedEventRemembersNothing(t *testing.T) {
 	for _, tt := range tests {
 		seen = nil
 		kind := &registry.Kind{GVK: gvk, Watching: []*registry.EventHandler{watching}, Changing: tt.changing}
-		r := &reconciler{kindState: &kindState{kindObjects: kindObjects{kind: kind, gvk: gvk}, memories: newMemories(&memo.Memo{}, nil, nil), own: unshared{}, settings: Settings{}.WithDefaults()}}
+		r := &reconciler{kindState: &kindState{kindObjects: kindObjects{kind: kind, gvk: gvk}, memories: newMemories(&memo.Memo{}, nil, nil), own: unshared{}, settings: resolved(t, Settings{})}}
 		tt.before(r.memories)
 		l := &lowLevel{r: r, ctx: context.Background(), log: logr.Discard()}
 		l.OnDelete(obj)

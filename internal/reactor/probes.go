@@ -34,9 +34,10 @@ type Prober struct {
 	err     error
 }
 
-// NewProber returns the prober of a registry's probe handlers.
+// NewProber returns the prober of a registry's probe handlers, on the
+// engine's resolved settings (Resolved).
 func NewProber(reg *registry.Registry, s Settings, log logr.Logger) *Prober {
-	return &Prober{handlers: reg.ActivitiesOf(registry.ActivityProbe), settings: s.WithDefaults(), log: log}
+	return &Prober{handlers: reg.ActivitiesOf(registry.ActivityProbe), settings: s, log: log}
 }
 
 // Results runs the probes, or returns the results of a round less than ten

@@ -2,6 +2,8 @@ package reactor
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -18,8 +20,10 @@ import (
 	"github.com/kopf-go/kopf/internal/progress"
 )
 
-// Settings are the engine's knobs; zero values mean Kopf's defaults, which
-// WithDefaults fills in (and only it).
+// Settings are the engine's knobs; zero values mean Kopf's defaults.
+// Resolved fills them in, once: Setup and RunActivities take resolved
+// settings only, and each component takes its own part of them as it is
+// (as controller-runtime's controllers take config.Controller).
 type Settings struct {
 	// Finalizer is the finalizer that blocks deletion while delete
 	// handlers are pending.
@@ -28,8 +32,6 @@ type Settings struct {
 	Progress progress.Storage
 	// DiffBase stores the last handled essence.
 	DiffBase diffbase.Storage
-	// DefaultBackoff is the retry delay after arbitrary errors.
-	DefaultBackoff time.Duration
 	// ConsistencyTimeout bounds the wait for the cache to catch up with
 	// this operator's own writes; negative disables the wait.
 	ConsistencyTimeout time.Duration
@@ -40,14 +42,16 @@ type Settings struct {
 	Clock clock.WithTicker
 	// Poster posts Events about problems users should see; nil: none.
 	Poster *posting.Poster
-	// ShutdownGrace and ReportInterval: see daemons.Settings (whose
-	// defaults WithDefaults fills in here, for the stop and the cleanup
-	// handlers alike).
-	ShutdownGrace  time.Duration
-	ReportInterval time.Duration
+	// Daemons are the supervisor's part: the stop's grace (the cleanup
+	// handlers' too) and report interval, and DefaultBackoff, the retry
+	// delay after arbitrary errors, which change handlers use too. The
+	// engine adds what only it knows (its logger, the daemons' base
+	// context, the metrics' observer); Clock is the engine's.
+	Daemons daemons.Settings
 	// Namespaces to serve; none: the whole cluster.
 	Namespaces []string
-	// Peering: mode, name, priority, lifetime, identity.
+	// Peering: mode, name, priority, lifetime, identity (the ring's
+	// membership names the replica by it too).
 	Peering peering.Settings
 	// WrapClient, if set, wraps the clients the engine reads and writes
 	// with (instrumentation, or fault injection in tests). Patches pass
@@ -58,7 +62,7 @@ type Settings struct {
 	// Indices are the operator's indices, filled by index handlers.
 	Indices *indexing.Indices
 	// ErrorDelays are the delays after unexpected errors in a row (the
-	// last repeats); nil: Kopf's; empty: no throttling. WithDefaults copies
+	// last repeats); nil: Kopf's; empty: no throttling. Resolved copies
 	// them, so that no two engines share one slice.
 	ErrorDelays []time.Duration
 	// Posting are the gates of Events (and whether log lines are posted).
@@ -72,6 +76,9 @@ type Settings struct {
 	// Sharding, if its Ring is set, makes the replica a member of a ring
 	// that shares the objects (docs/sharding.md).
 	Sharding Sharding
+
+	// resolved: Resolved has filled the defaults.
+	resolved bool
 }
 
 // DefaultFinalizer is the finalizer that blocks deletion while delete
@@ -79,9 +86,9 @@ type Settings struct {
 // objects.
 const DefaultFinalizer = "kopf.zalando.org/KopfFinalizerMarker"
 
-// Defaults of Settings, equal to Kopf's where Kopf has one. The retry
-// delay after arbitrary errors, the stop's grace and its report interval
-// are the supervisor's (daemons.Default*): one definition for both.
+// Defaults of Settings, equal to Kopf's where Kopf has one. Those of the
+// components' parts are the components' own (daemons.Default*,
+// peering.Default*, ring.Default*): one definition each.
 const (
 	defaultConsistencyTimeout      = 5 * time.Second
 	defaultMaxConcurrentReconciles = 16
@@ -106,17 +113,16 @@ const (
 	ReasonDiffBaseTooLarge = "LastHandledConfigurationTooLarge"
 )
 
-// WithDefaults fills the zero fields: it is the one place of the engine's
-// defaults (as controller-runtime's setOptionsDefaults is the manager's),
-// the supervisor's included, so that what the engine and its daemons use
-// is what is filled here. It is idempotent.
-func (s Settings) WithDefaults() Settings {
+// Resolved fills the zero fields: it is the one function that fills the
+// engine's defaults (as controller-runtime's setOptionsDefaults is the
+// manager's), and those of the components' parts through their own
+// Resolved, so that what the engine, its daemons, peering and the ring
+// use is what is filled here; it checks what it fills (the ring's
+// durations nest). It is idempotent.
+func (s Settings) Resolved() (Settings, error) {
 	s.Finalizer = cmp.Or(s.Finalizer, DefaultFinalizer)
-	s.DefaultBackoff = cmp.Or(s.DefaultBackoff, daemons.DefaultBackoff)
 	s.ConsistencyTimeout = cmp.Or(s.ConsistencyTimeout, defaultConsistencyTimeout)
 	s.MaxConcurrentReconciles = cmp.Or(s.MaxConcurrentReconciles, defaultMaxConcurrentReconciles)
-	s.ShutdownGrace = cmp.Or(s.ShutdownGrace, daemons.DefaultShutdownGrace)
-	s.ReportInterval = cmp.Or(s.ReportInterval, daemons.DefaultReportInterval)
 	if s.Progress == nil {
 		s.Progress = progress.NewSmart()
 	}
@@ -137,10 +143,25 @@ func (s Settings) WithDefaults() Settings {
 	} else {
 		s.ErrorDelays = slices.Clone(s.ErrorDelays) // empty stays empty: no throttling
 	}
-	return s
+	s.Daemons.Clock, s.Peering.Clock = s.Clock, s.Clock
+	s.Daemons.Indices = s.Indices
+	s.Daemons = s.Daemons.Resolved()
+	s.Peering = s.Peering.Resolved()
+	if s.Sharding.Ring != "" {
+		var err error
+		if s.Sharding.Durations, err = s.Sharding.Durations.Resolved(); err != nil {
+			return s, fmt.Errorf("shard ring %q: %w", s.Sharding.Ring, err)
+		}
+	}
+	s.resolved = true
+	return s, nil
 }
+
+// errUnresolved is a programming error: settings must go through Resolved
+// before the engine takes them.
+var errUnresolved = errors.New("the engine's settings are not resolved (Settings.Resolved)")
 
 // defaults returns the execution defaults for change handlers.
 func (s Settings) defaults() execution.Defaults {
-	return execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: s.DefaultBackoff}
+	return execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: s.Daemons.DefaultBackoff}
 }

@@ -47,21 +47,18 @@ type Installed struct {
 // daemons, objects and the frozen state (on controller-runtime's registry).
 // Problems of the registration are reported here, all at once.
 func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed, error) {
+	if !s.resolved {
+		return nil, errUnresolved
+	}
 	if err := reg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid handler registration: %w", err)
 	}
-	s = s.WithDefaults()
 	if err := metrics.Register(); err != nil {
 		return nil, fmt.Errorf("register the metrics: %w", err)
 	}
 	if s.Poster == nil {
 		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
 			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
-	}
-	// The identity is decided here, once: peering and the ring's
-	// membership both name the replica by it.
-	if s.Peering.Identity == "" {
-		s.Peering.Identity = peering.Identity(false, s.Clock.Now())
 	}
 	served, watch, err := servedNamespaces(mgr, s.Namespaces)
 	if err != nil {
@@ -155,17 +152,10 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	userWrap := wrap
 	wrap = func(c client.Client) client.Client { return own.bound(userWrap(c)) }
 	direct = wrap(direct)
-	sup := daemons.New(daemons.Settings{
-		ShutdownGrace:  s.ShutdownGrace,
-		ReportInterval: s.ReportInterval,
-		DefaultBackoff: s.DefaultBackoff,
-		Clock:          s.Clock,
-		Logger:         mgr.GetLogger().WithName("daemons"),
-		Indices:        s.Indices,
-		BaseContext:    WithClient(posting.NewContext(context.Background(), s.Poster), s.Client),
-		Local:          posting.Local,
-		Observer:       daemonMetrics{},
-	})
+	ds := s.Daemons
+	ds.Logger, ds.Local, ds.Observer = mgr.GetLogger().WithName("daemons"), posting.Local, daemonMetrics{}
+	ds.BaseContext = WithClient(posting.NewContext(context.Background(), s.Poster), s.Client)
+	sup := daemons.New(ds)
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
 		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own), own: own, served: served}
 	static := map[*registry.Kind]schema.GroupVersionKind{}

@@ -43,10 +43,6 @@ type ringShare struct {
 // globs (following) as the set that follows them.
 func newRingShare(mgr manager.Manager, c client.Client, s Settings, served *scopes.Served, following bool) (*ringShare, error) {
 	namespaces, _ := served.Now()
-	var err error
-	if s.Sharding.Durations, err = s.Sharding.Durations.Resolved(); err != nil {
-		return nil, fmt.Errorf("shard ring %q: %w", s.Sharding.Ring, err)
-	}
 	if !following {
 		served = nil
 	}

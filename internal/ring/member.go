@@ -84,12 +84,20 @@ func (s Settings) withDefaults() (Settings, error) {
 // itself. RenewPeriod: how often it renews. Zero values are the defaults.
 type Durations struct {
 	LeaseDuration, RenewDeadline, RenewPeriod time.Duration
+
+	// resolved: Resolved has filled and checked them; the member and the
+	// assigner then take them as they are.
+	resolved bool
 }
 
 // Resolved fills the zero durations with the defaults and checks that they
 // nest: a member must renew several times per deadline, and fence itself
-// before others count it dead.
+// before others count it dead. Durations it has resolved are taken as they
+// are: the engine resolves them once for the member and the assigner.
 func (d Durations) Resolved() (Durations, error) {
+	if d.resolved {
+		return d, nil
+	}
 	d.LeaseDuration = cmp.Or(d.LeaseDuration, DefaultLeaseDuration)
 	d.RenewDeadline = cmp.Or(d.RenewDeadline, DefaultRenewDeadline)
 	d.RenewPeriod = cmp.Or(d.RenewPeriod, DefaultRenewPeriod)
@@ -97,6 +105,7 @@ func (d Durations) Resolved() (Durations, error) {
 		return d, fmt.Errorf("ring durations must nest: renew period %s < renew deadline %s < lease duration %s",
 			d.RenewPeriod, d.RenewDeadline, d.LeaseDuration)
 	}
+	d.resolved = true
 	return d, nil
 }
 
