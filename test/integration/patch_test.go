@@ -46,10 +46,12 @@ func TestHandlerPatchResultsAndLogger(t *testing.T) {
 	mergePatch(t, ns, "kopf-example-1", `{"status":{"update_fn/spec.field":{"old":"kept"}}}`, true)
 	mergePatch(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`, false)
 	eventually(t, "the update is handled", func() bool { return op.Logs.Count("Updating is processed: 2 succeeded; 0 failed.") == 1 })
-	// The line comes before the cycle's write: wait for the write.
-	eventually(t, "the update's results are written", func() bool {
-		_, found, _ := unstructured.NestedFieldNoCopy(get(t, ns, "kopf-example-1").Object, "status", "scalar_fn/spec.field")
-		return found
+	// The line comes before the cycle's writes: wait for both, the
+	// status one (the results) and then the main one (the diffbase).
+	eventually(t, "the update's results and diffbase are written", func() bool {
+		obj := get(t, ns, "kopf-example-1")
+		_, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "status", "scalar_fn/spec.field")
+		return found && strings.Contains(obj.GetAnnotations()["kopf.zalando.org/last-handled-configuration"], `"field":"changed"`)
 	})
 
 	obj := get(t, ns, "kopf-example-1")
