@@ -70,6 +70,9 @@ func (p *pipeline) run(ctx context.Context, c *cycle, now time.Time) (reconcile.
 		subject = p.changeSubject(c, reason, initial, f.Diff)
 		return p.matches(c, subject)
 	})
+	// After decide: its lookup asks whether daemons need the finalizer,
+	// which a sync does not change (only daemons that ended on their own
+	// need it no more).
 	if pl.syncsDaemons() {
 		p.daemons.syncDaemons(c)
 	}

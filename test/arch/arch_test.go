@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"internal/execution"},
 	{"internal/daemons"},
 	{"internal/registry"},
-	{"internal/posting", "internal/peering", "internal/admission", "internal/ring"},
+	{"internal/posting", "internal/peering", "internal/admission", "internal/ring", "internal/rounds"},
 	{"internal/reactor"},
 	{"handlers"},
 	// The test toolkits run registries and build handlers' causes, so they
@@ -42,6 +42,7 @@ var layers = [][]string{
 var pure = []string{
 	"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/diff", "internal/keys", "internal/patch", "internal/progress",
 	"internal/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/hierarchies", "internal/sharding", "internal/scopes", "internal/selfsigned",
+	"internal/rounds",
 }
 
 // controllerRuntimeAllowed are the only packages that may import
