@@ -31,3 +31,11 @@ func Invoked(kind, handler, cause, outcome string, took time.Duration, called bo
 		durations.WithLabelValues(kind, handler, cause).Observe(took.Seconds())
 	}
 }
+
+// InvokedOf is Invoked for the handlers of one kind: what a round of
+// change handlers reports each attempt to.
+func InvokedOf(kind string) func(handler, cause, outcome string, took time.Duration, called bool) {
+	return func(handler, cause, outcome string, took time.Duration, called bool) {
+		Invoked(kind, handler, cause, outcome, took, called)
+	}
+}

@@ -17,7 +17,7 @@ import (
 func (r handlerRound) processChange(ctx context.Context, c *cycle, subject *registry.Subject, newEssence, oldEssence map[string]any, now time.Time) {
 	env := rounds.Env{
 		Object: c.obj, Body: c.body, Patch: c.patch, Progress: r.settings.Progress, Clock: r.settings.Clock,
-		Log: c.log, Defaults: r.settings.defaults(), Ref: c.ref(), Track: r.sup.Track, Observe: r.invoked,
+		Log: c.log, Defaults: r.settings.defaults(), Ref: c.ref(), Track: r.sup.Track, Observe: r.invocations,
 		Invalid: func(id string, err error) {
 			raw := ""
 			if v, ok := fields.Resolve(c.body, fields.Path{"metadata", "annotations"}); ok {

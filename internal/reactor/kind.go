@@ -3,8 +3,10 @@ package reactor
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kopf-go/kopf/internal/daemons"
@@ -19,11 +21,13 @@ import (
 // parts.
 type kindState struct {
 	kindObjects
-	// kindLabel is the kind as the metrics name it.
-	kindLabel string
-	clients   *clients
-	writer    *writer
-	memories  *memories
+	// kindLabel is the kind as the metrics name it; invocations counts
+	// its change handlers' attempts under it.
+	kindLabel   string
+	invocations func(handler, cause, outcome string, took time.Duration, called bool)
+	clients     *clients
+	writer      *writer
+	memories    *memories
 	// events carries the daemons' requests for reconciles.
 	events chan event.GenericEvent
 	// own says which objects are this replica's to work on.
@@ -72,4 +76,18 @@ func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context
 // it is sharded: handing its objects over takes a reconcile.
 func (r *kindState) reconciles() bool {
 	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.reconcilesEveryKind()
+}
+
+// forgetObjects forgets the remembered objects that keep does not keep,
+// and stops their daemons and timers as for deleted objects: they are
+// gone from what the operator serves (their namespace or their kind).
+func (r *kindState) forgetObjects(keep func(key types.NamespacedName) bool) {
+	for _, key := range r.memories.keys() {
+		if keep(key) {
+			continue
+		}
+		if uid := r.memories.forget(key); uid != "" {
+			r.sup.Gone(uid)
+		}
+	}
 }

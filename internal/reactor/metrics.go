@@ -10,10 +10,6 @@ import (
 	"github.com/kopf-go/kopf/internal/metrics"
 )
 
-// invoked counts one attempt of a change handler of the reconciler's kind.
-func (r *kindState) invoked(id, cause string, o execution.Outcome, took time.Duration) {
-	metrics.Invoked(r.kindLabel, id, cause, string(execution.Classify(o)), took, !o.NotCalled)
-}
 
 // daemonMetrics is the supervisor's observer: it counts daemons and
 // timers, and their calls as handler invocations with the cause "daemon"

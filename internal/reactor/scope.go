@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kopf-go/kopf/internal/scopes"
@@ -44,14 +45,9 @@ func (e *engine) dropUnserved() {
 	}
 	served, _ := e.served.Now()
 	for _, r := range e.kinds.all() {
-		for _, key := range r.memories.keys() {
-			if key.Namespace == "" || slices.Contains(served, key.Namespace) {
-				continue
-			}
-			if uid := r.memories.forget(key); uid != "" {
-				e.sup.Gone(uid)
-			}
-		}
+		r.forgetObjects(func(key types.NamespacedName) bool {
+			return key.Namespace == "" || slices.Contains(served, key.Namespace)
+		})
 	}
 }
 
@@ -61,11 +57,7 @@ func (e *engine) dropUnserved() {
 func (e *engine) dropKinds(dropped []*reconciler) {
 	for _, r := range dropped {
 		e.log.Info("The resource is no longer served; its objects are forgotten.", "kind", r.gvk.String())
-		for _, key := range r.memories.keys() {
-			if uid := r.memories.forget(key); uid != "" {
-				e.sup.Gone(uid)
-			}
-		}
+		r.forgetObjects(func(types.NamespacedName) bool { return false })
 	}
 }
 

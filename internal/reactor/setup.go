@@ -193,7 +193,7 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 		mems = newMemories(s.Memo, retrying, failed)
 	}
 	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
-	state := &kindState{kindObjects: objects, kindLabel: label, clients: cs, writer: w, memories: mems,
+	state := &kindState{kindObjects: objects, kindLabel: label, invocations: metrics.InvokedOf(label), clients: cs, writer: w, memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
 	state.host = &kindHost{kindState: state, done: sup.Done()}
 	cycles := &pipeline{kindState: state, handlers: handlerRound{state}, daemons: daemonSync{state}, writes: w}

@@ -28,7 +28,7 @@ func (rd *round) run(ctx context.Context, env Env, subject *registry.Subject, id
 	started := env.Clock.Now()
 	outcome := invoke(ctx, env, subject, h, hs, now)
 	if env.Observe != nil {
-		env.Observe(id, string(subject.Cause.Reason), outcome, env.Clock.Since(started))
+		env.Observe(id, string(subject.Cause.Reason), string(execution.Classify(outcome)), env.Clock.Since(started), !outcome.NotCalled)
 	}
 	done()
 	if outcome.Cancelled {

@@ -47,9 +47,10 @@ type Env struct {
 	// Track names a running handler for the operator's stop, which waits
 	// for it, until done is called; nil: not tracked.
 	Track func(name string) (done func())
-	// Observe hears of each handler call and how long it took (metrics);
-	// nil: nobody.
-	Observe func(id, cause string, o execution.Outcome, took time.Duration)
+	// Observe hears of each attempt of a handler: its outcome's class
+	// (execution.Classify), how long it took, and whether its function
+	// was called at all (metrics.InvokedOf); nil: nobody.
+	Observe func(id, cause, class string, took time.Duration, called bool)
 	// Invalid hears of a handler's record that cannot be read: the
 	// handler then runs as if for the first time.
 	Invalid func(id string, err error)

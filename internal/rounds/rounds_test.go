@@ -149,10 +149,13 @@ func TestRun(t *testing.T) {
 			obj.SetAnnotations(tt.annotations)
 			clock := clocktesting.NewFakeClock(t0)
 			p := patch.New()
-			var tracked []string
+			var tracked, observed []string
 			env := Env{Object: obj, Body: obj.Object, Patch: p, Progress: progress.NewSmart(), Clock: clock, Log: logr.Discard(),
 				Defaults: execution.Defaults{Errors: execution.ErrorsTemporary, Backoff: time.Minute}, Ref: stringer("ns/kex"),
-				Track: func(name string) func() { tracked = append(tracked, name); return func() {} }}
+				Track: func(name string) func() { tracked = append(tracked, name); return func() {} },
+				Observe: func(id, cause, class string, _ time.Duration, called bool) {
+					observed = append(observed, fmt.Sprintf("%s %s %s %v", id, cause, class, called))
+				}}
 			subject := &registry.Subject{Obj: obj, Cause: &causes.Cause{Reason: tt.reason, Body: obj.Object, Patch: p}}
 			got := Run(context.Background(), env, kind, subject, t0)
 			if !slices.Equal(calls, tt.calls) {
@@ -165,6 +168,11 @@ func TestRun(t *testing.T) {
 			// operator's stop, named with the object.
 			if len(tracked) != len(tt.calls) || slices.ContainsFunc(tracked, func(n string) bool { return !strings.HasSuffix(n, " of ns/kex") }) {
 				t.Errorf("tracked %q, want each handler that ran, named with the object", tracked)
+			}
+			// Each attempt reaches the metrics once, with its outcome's class.
+			// (A sub-handler's attempt ends before its parent's.)
+			if len(observed) != len(tt.calls) || slices.ContainsFunc(observed, func(o string) bool { return !strings.Contains(o, " "+string(tt.reason)+" ") }) {
+				t.Errorf("observed %q, want one attempt per call %v", observed, tt.calls)
 			}
 			if tt.check != nil {
 				tt.check(t, p)
