@@ -10,7 +10,6 @@ import (
 	"github.com/kopf-go/kopf/internal/metrics"
 )
 
-
 // daemonMetrics is the supervisor's observer: it counts daemons and
 // timers, and their calls as handler invocations with the cause "daemon"
 // or "timer".

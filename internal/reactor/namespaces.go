@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -110,18 +109,11 @@ func (w *namespaceWatch) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("follow the namespaces: %w", err)
 	}
-	// The first update waits for the first listing; it ends with the cache.
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	running, stop := context.WithCancel(ctx)
-	defer stop()
-	wg.Go(func() {
-		if toolscache.WaitForCacheSync(running.Done(), registration.HasSynced) {
-			synced.Store(true)
-			w.update(running, c)
-		}
+	// The first update waits for the first listing.
+	return runListed(ctx, c, registration, func(ctx context.Context) {
+		synced.Store(true)
+		w.update(ctx, c)
 	})
-	return c.Start(running)
 }
 
 // update sets the served set from the namespaces in the cache.

@@ -243,13 +243,21 @@ func (w *resourceWatch) watchCRDs(ctx context.Context, kick func(), listed chan<
 	if err != nil {
 		return fmt.Errorf("follow the CRDs: %w", err)
 	}
+	return runListed(ctx, c, registration, func(context.Context) { close(listed) })
+}
+
+// runListed runs the cache until ctx is done, and calls onListed once the
+// handler of the registration has seen the first listing. The goroutine
+// that waits for it ends before runListed returns: a watch stopped early
+// leaves nothing behind.
+func runListed(ctx context.Context, c cache.Cache, registration toolscache.ResourceEventHandlerRegistration, onListed func(ctx context.Context)) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	running, stop := context.WithCancel(ctx)
 	defer stop()
 	wg.Go(func() {
 		if toolscache.WaitForCacheSync(running.Done(), registration.HasSynced) {
-			close(listed)
+			onListed(running)
 		}
 	})
 	return c.Start(running)

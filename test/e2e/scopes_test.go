@@ -93,7 +93,7 @@ func scopedKubeconfig(t *testing.T, name string) scoped {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: name}}}
-	create(t, role, binding)
+	testenv.Create(t, env.Client, role, binding)
 	return scoped{name: name, path: path}
 }
 
@@ -108,21 +108,10 @@ func (u scoped) grant(t *testing.T, ns string) {
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: u.name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: u.name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: u.name}}}
-	create(t, role, binding)
+	testenv.Create(t, env.Client, role, binding)
 }
 
 func createNamespace(t *testing.T, name string) {
 	t.Helper()
-	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-}
-
-// create creates the objects, and deletes them when the test ends.
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("create %s: %v", o.GetName(), err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
-	}
+	testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }

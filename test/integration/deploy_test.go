@@ -31,10 +31,10 @@ func TestDeploymentManifests(t *testing.T) {
 			ns := env.Namespace(t)
 			role := manifest[rbacv1.Role](t, "namespaced.yaml")
 			role.Namespace = ns
-			createAll(t, role)
+			testenv.Create(t, env.Client, role)
 			var deployment *appsv1.Deployment
 			for _, obj := range deployManifests(t, file, ns) {
-				createAll(t, obj)
+				testenv.Create(t, env.Client, obj)
 				if obj.GetKind() == "Deployment" {
 					deployment = &appsv1.Deployment{}
 					if err := runtimeConvert(obj, deployment); err != nil {

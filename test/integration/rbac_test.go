@@ -177,7 +177,7 @@ func bindRole(t *testing.T, role *rbacv1.Role, a account) {
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: role.Namespace, Name: role.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{a.subject()}}
-	createAll(t, role, binding)
+	testenv.Create(t, env.Client, role, binding)
 }
 
 // bindClusterRole creates the ClusterRole (named after the account, so
@@ -188,16 +188,5 @@ func bindClusterRole(t *testing.T, role *rbacv1.ClusterRole, a account) {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{a.subject()}}
-	createAll(t, role, binding)
-}
-
-// createAll creates the objects and deletes them when the test ends.
-func createAll(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("create %s: %v", o.GetName(), err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
-	}
+	testenv.Create(t, env.Client, role, binding)
 }

@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kopf-go/kopf/pkg/kopftest"
@@ -62,6 +64,17 @@ func FreeAddress(t testing.TB) string {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().String()
+}
+
+// Create creates the objects with c, and deletes them when the test ends.
+func Create(t testing.TB, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %s: %v", o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
 }
 
 // Fixture is what Main sets up for a test binary: a temporary directory
