@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kopf-go/kopf/internal/jitter"
 )
 
 // The controllers of one run of the engine: made on the run's cache, with
@@ -97,6 +102,7 @@ func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller
 		Logger:                  e.mgr.GetLogger(),
 	}
 	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
+	opts.RateLimiter = jitteredRateLimiter(ptr.Deref(opts.UsePriorityQueue, true))
 	// Each run makes the controllers again, under the same names.
 	opts.SkipNameValidation = ptr.To(true)
 	ctrl, err := controller.NewUnmanaged(controllerName(r.gvk), opts)
@@ -112,6 +118,21 @@ func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller
 		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.gvk.Kind, err)
 	}
 	return ctrl, nil
+}
+
+// jitteredRateLimiter is controller-runtime's default rate limiter of a
+// controller's queue (with its priority queue, the per-item backoff of
+// 5 ms doubling up to 1000 s; without it, that and an overall bucket of
+// 10 a second), with jitter: the objects whose reconciles one outage of
+// the API server failed together are not all retried at 5 ms, 10 ms, 20 ms
+// ... after it. (Errors reach it when the throttling of unexpected errors
+// is off, or when an object cannot even be read.)
+func jitteredRateLimiter(priorityQueue bool) workqueue.TypedRateLimiter[reconcile.Request] {
+	base := workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+	if priorityQueue {
+		base = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second)
+	}
+	return jitter.Limiter(base, jitter.Default())
 }
 
 // recallGone asks for a reconcile of every remembered object that the

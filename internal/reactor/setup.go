@@ -23,6 +23,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
+	"github.com/kopf-go/kopf/internal/jitter"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/posting"
@@ -197,7 +198,7 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
 	state.host = &kindHost{kindState: state, done: sup.Done()}
 	cycles := &pipeline{kindState: state, handlers: handlerRound{state}, daemons: daemonSync{state}, writes: w}
-	return &reconciler{kindState: state, cycles: cycles, throttler: throttler{delays: s.ErrorDelays}}
+	return &reconciler{kindState: state, cycles: cycles, throttler: throttler{delays: s.ErrorDelays, jitter: jitter.Default()}}
 }
 
 // runCache returns the maker of each run's cache. The cache keeps objects

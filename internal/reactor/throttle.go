@@ -7,14 +7,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/jitter"
 )
 
 // throttler delays an object after an unexpected error (the API server
 // failing, say), as Kopf does: 1 s, 1 s, 2 s, 3 s, 5 s, ... (the last delay
 // repeats), skipping events meanwhile, until a cycle succeeds again. No
 // delays: throttling is off, and controller-runtime's backoff applies.
+// Each delay gets its jitter (up to half of it more): the objects that one
+// outage of the API server failed together come back spread out, not in
+// one wave at each step of the sequence, as they would in Kopf.
 type throttler struct {
 	delays []time.Duration
+	jitter jitter.Jitter
 }
 
 // wait is how long the object is still throttled; events meanwhile are
@@ -40,7 +45,7 @@ func (t throttler) after(c *cycle, now time.Time, result reconcile.Result, err e
 	case len(t.delays) == 0:
 		return result, err
 	default:
-		delay := t.delays[min(c.mem.throttles, len(t.delays)-1)]
+		delay := t.jitter.Apply(t.delays[min(c.mem.throttles, len(t.delays)-1)])
 		c.mem.throttles++
 		c.mem.throttledUntil = now.Add(delay)
 		c.local.Error(err, fmt.Sprintf("Throttling for %s seconds due to an unexpected error: %v", execution.Seconds(delay.Round(logPrecision)), err))

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/internal/jitter"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
@@ -57,6 +58,10 @@ type Settings struct {
 	Durations
 	Clock  clock.WithTicker
 	Logger logr.Logger
+	// Jitter is added to the retries of a failed join or renewal, so that
+	// the replicas that one outage of the API server failed do not all
+	// retry at the same moments; its zero value is jitter.Default().
+	Jitter jitter.Jitter
 }
 
 // withDefaults fills the zero values and checks the settings.
@@ -73,6 +78,9 @@ func (s Settings) withDefaults() (Settings, error) {
 	}
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
+	}
+	if s.Jitter.Fraction == 0 && s.Jitter.Rand == nil {
+		s.Jitter = jitter.Default()
 	}
 	return s, nil
 }
@@ -111,8 +119,14 @@ func (d Durations) Resolved() (Durations, error) {
 
 // retryPeriod is how soon a failed join or renewal is tried again: a
 // fifth of the renew period (1 s by default), so that a blip of the API
-// server costs a second rather than half the renew deadline.
+// server costs a second rather than half the renew deadline; its jitter
+// (up to half of it more) comes on top, which keeps it well within the
+// deadline.
 func retryPeriod(renewPeriod time.Duration) time.Duration { return renewPeriod / 5 }
+
+// retryAfter is how long the member waits before it tries a failed join
+// or renewal again: the retry period with its jitter.
+func (m *Member) retryAfter() time.Duration { return m.s.Jitter.Apply(retryPeriod(m.s.RenewPeriod)) }
 
 // Member is a manager Runnable that holds the replica's Lease in its ring.
 type Member struct {
@@ -226,7 +240,7 @@ func (m *Member) Start(ctx context.Context) error {
 					m.s.Logger.Error(r.err, "The ring's Lease could not be renewed; trying again.", "lease", m.LeaseName(),
 						"fenceAt", m.Tenure().FenceAt())
 				}
-				next.Reset(retryPeriod(m.s.RenewPeriod))
+				next.Reset(m.retryAfter())
 			}
 		}
 	}
@@ -255,7 +269,7 @@ func (m *Member) join(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-m.s.Clock.After(retryPeriod(m.s.RenewPeriod)):
+		case <-m.s.Clock.After(m.retryAfter()):
 		}
 	}
 }

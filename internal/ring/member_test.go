@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kopf-go/kopf/internal/jitter"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -24,8 +26,12 @@ var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 const identity = "kopf@host-1/20261201100000/abcde"
 
 func settings(fc *clocktesting.FakeClock) Settings {
-	return Settings{Ring: "main", Namespace: "operators", Identity: identity, Clock: fc}
+	return Settings{Ring: "main", Namespace: "operators", Identity: identity, Clock: fc, Jitter: halfJitter}
 }
+
+// halfJitter draws the middle of the jitter's range every time: retries
+// come a quarter of their period late (with jitter.Fraction, a half).
+var halfJitter = jitter.Jitter{Fraction: jitter.Fraction, Rand: func() float64 { return 0.5 }}
 
 // started runs a member until the test ends; result waits for Start to
 // return and gives its error.
@@ -301,8 +307,9 @@ func TestMemberFencesItselfAtTheRenewDeadline(t *testing.T) {
 	}
 }
 
-// A renewal that fails is tried again after a fifth of the renew period,
-// so that one failure does not cost a renew period of the deadline.
+// A renewal that fails is tried again after a fifth of the renew period
+// and its jitter, so that one failure does not cost a renew period of the
+// deadline.
 func TestMemberRetriesAFailedRenewal(t *testing.T) {
 	checkLeaks(t)
 	fc := clocktesting.NewFakeClock(t0)
@@ -325,8 +332,14 @@ func TestMemberRetriesAFailedRenewal(t *testing.T) {
 	fc.Step(DefaultRenewPeriod)
 	eventually(t, "the failure", func() bool { mu.Lock(); defer mu.Unlock(); return fails == 0 })
 	armed(t, fc)
+	// The retry period passes, and the member's timers still wait (a
+	// retry without jitter would have fired, renewed, and been set again
+	// from that renewal); then the jitter (a quarter of the period, as
+	// drawn) passes, and the retry begins.
 	fc.Step(retryPeriod(DefaultRenewPeriod))
-	eventually(t, "the retry renews", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod+retryPeriod(DefaultRenewPeriod))))
+	armed(t, fc)
+	fc.Step(retryPeriod(DefaultRenewPeriod) / 4)
+	eventually(t, "the retry renews", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod+retryPeriod(DefaultRenewPeriod)*5/4)))
 	notFenced(t, m, "after a renewal that was retried in time")
 }
 

@@ -13,6 +13,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/kopf-go/kopf/internal/jitter"
 )
 
 // term is one stretch of this replica's leadership: a queue of its own
@@ -132,7 +134,15 @@ func (a *Assigner) newTerm(f *follower) (*term, error) {
 	}
 	names, all, _ := a.served()
 	return &term{a: a, f: f, kinds: kinds, byKind: byKind, sources: sourcesIn(kinds, names, all), pending: map[key]seen{},
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())}, nil
+		queue: workqueue.NewTypedRateLimitingQueue(placementRateLimiter())}, nil
+}
+
+// placementRateLimiter is client-go's default rate limiter of a queue
+// (per object, 5 ms doubling up to 1000 s; overall, 10 a second), with
+// jitter: the placements that one outage of the API server failed are
+// not all retried at the same moments after it.
+func placementRateLimiter() workqueue.TypedRateLimiter[key] {
+	return jitter.Limiter(workqueue.DefaultTypedControllerRateLimiter[key](), jitter.Default())
 }
 
 // offer queues an object to be placed, as it is now.

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -277,6 +279,17 @@ func TestOversizedDiffBase(t *testing.T) {
 	}
 }
 
+// throttled names the delay of Kopf's that a jittered delay in seconds
+// comes from: one of the delays, or up to half of it more.
+func throttled(seconds float64) string {
+	for _, d := range []float64{1, 2, 3, 5} {
+		if seconds >= d && seconds < d*1.5 {
+			return fmt.Sprintf("%g s and its jitter", d)
+		}
+	}
+	return fmt.Sprintf("%g s, no delay of Kopf's with its jitter", seconds)
+}
+
 // Kopf's acceptance item 26: unexpected errors (the API server failing)
 // throttle the object with Kopf's delays, and say so; once it works again,
 // the latest state is handled and the throttling ends.
@@ -303,12 +316,18 @@ func TestThrottlingUnexpectedErrors(t *testing.T) {
 		msg, _, _ := unstructured.NestedString(get(t, ns, "kopf-example-1").Object, "status", "create_fn", "message")
 		return msg == "hello" && op.Logs.Count("Throttling is over. Switching back to normal operations.") == 1
 	})
+	// Kopf's delays, 1, 1 and 2 s, each with its jitter: up to half of it
+	// more.
 	var delays []string
 	for _, line := range op.Logs.Messages("Throttling for ") {
-		delays = append(delays, strings.Fields(line)[2])
+		seconds, err := strconv.ParseFloat(strings.Fields(line)[2], 64)
+		if err != nil {
+			t.Fatalf("the delay of %q: %v", line, err)
+		}
+		delays = append(delays, throttled(seconds))
 	}
-	if diff := cmp.Diff([]string{"1", "1", "2"}, delays); diff != "" {
-		t.Errorf("throttling delays in seconds -want +got:\n%s", diff)
+	if diff := cmp.Diff([]string{"1 s and its jitter", "1 s and its jitter", "2 s and its jitter"}, delays); diff != "" {
+		t.Errorf("throttling delays -want +got:\n%s", diff)
 	}
 	if n := len(seen.of("create_fn")); n != 1 {
 		t.Errorf("create_fn ran %d times, want 1: its outcome must survive the failed writes", n)
