@@ -108,5 +108,6 @@ func (e *engine) activities(kind registry.ActivityKind) []*registry.ActivityHand
 	return e.reg.ActivitiesOf(kind)
 }
 
-// probeTimeout bounds one round of probes.
+// probeTimeout bounds one round of probes (on the engine's clock), however
+// long its callers would wait.
 const probeTimeout = 10 * time.Second

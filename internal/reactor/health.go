@@ -32,6 +32,10 @@ func addHealth(mgr manager.Manager, e *engine, reg *registry.Registry, s Setting
 	if err := mgr.AddHealthzCheck(ReadyzCheckName, prober.Check); err != nil {
 		return nil, fmt.Errorf("add the liveness check: %w", err)
 	}
+	// The prober owns its rounds' goroutines: the manager stops it.
+	if err := mgr.Add(prober); err != nil {
+		return nil, fmt.Errorf("add the probes: %w", err)
+	}
 	return prober, nil
 }
 
