@@ -50,9 +50,12 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return err
 	}
-	cfg, err := clusterConfig(ctx, reg, s, f.Kubeconfig)
+	cfg, relogins, err := clusterConfig(ctx, reg, s, f.Kubeconfig)
 	if err != nil {
 		return err
+	}
+	if relogins != nil {
+		defer relogins.close() // after the manager: it ends a login under way
 	}
 	mopts, err := runnerManagerOptions(logger, f, opts, s)
 	if err != nil {
@@ -219,20 +222,21 @@ func serveLiveness(mgr manager.Manager, prober *reactor.Prober, liveness string)
 	return nil
 }
 
-// clusterConfig is the connection the login handlers give, else the one
-// of the kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the
-// in-cluster one.
-func clusterConfig(ctx context.Context, reg *Registry, s reactor.Settings, kubeconfig string) (*rest.Config, error) {
+// clusterConfig is the connection the login handlers give (with their
+// re-logins, which the caller closes), else the one of the kubeconfig
+// (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the in-cluster one.
+func clusterConfig(ctx context.Context, reg *Registry, s reactor.Settings, kubeconfig string) (*rest.Config, *relogins, error) {
 	cfg, err := reg.login(ctx, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var again *relogins
 	if cfg != nil {
-		withRelogin(cfg, func(ctx context.Context) (*rest.Config, error) { return reg.login(ctx, s) }, ctrl.Log.WithName("login"))
+		again = withRelogin(ctx, cfg, func(ctx context.Context) (*rest.Config, error) { return reg.login(ctx, s) }, ctrl.Log.WithName("login"))
 	}
 	if cfg == nil {
 		if cfg, err = restConfig(kubeconfig); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if cfg.QPS == 0 {
@@ -242,7 +246,7 @@ func clusterConfig(ctx context.Context, reg *Registry, s reactor.Settings, kubec
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS = -1
 	}
-	return cfg, nil
+	return cfg, again, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

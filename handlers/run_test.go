@@ -96,9 +96,12 @@ current-context: x
 	if err := os.WriteFile(kubeconfig, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clusterConfig(context.Background(), NewRegistry(), resolvedSettings(t, Options{}), kubeconfig)
+	cfg, again, err := clusterConfig(context.Background(), NewRegistry(), resolvedSettings(t, Options{}), kubeconfig)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if again != nil {
+		t.Error("re-logins without login handlers: the kubeconfig's credentials are not renewed by the runner")
 	}
 	if cfg.QPS != -1 || cfg.Host != "https://127.0.0.1:1" {
 		t.Errorf("from the kubeconfig: QPS %v, host %q; want -1 (no client-side limit) and the kubeconfig's server", cfg.QPS, cfg.Host)
@@ -108,9 +111,14 @@ current-context: x
 	OnLogin(reg, "login_fn", func(ctx context.Context, a *Activity) (*rest.Config, error) {
 		return &rest.Config{Host: "https://127.0.0.1:2", QPS: 50}, nil
 	})
-	cfg, err = clusterConfig(context.Background(), reg, resolvedSettings(t, Options{}), kubeconfig)
+	cfg, again, err = clusterConfig(context.Background(), reg, resolvedSettings(t, Options{}), kubeconfig)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if again == nil {
+		t.Error("no re-logins with a login handler")
+	} else {
+		again.close()
 	}
 	if cfg.QPS != 50 || cfg.Host != "https://127.0.0.1:2" {
 		t.Errorf("from a login handler: QPS %v, host %q; want the handler's own", cfg.QPS, cfg.Host)
