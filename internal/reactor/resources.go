@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,15 +20,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kopf-go/kopf/internal/jitter"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
 // Intervals of following the served resources.
 const (
 	// resourcePollInterval is how often discovery is asked again when
-	// CRDs may not be watched.
+	// CRDs may not be watched, or while a group's discovery fails (plus
+	// its jitter).
 	resourcePollInterval = 30 * time.Second
-	// discoveryRetry is the pause after a failed discovery.
+	// discoveryRetry is the pause after a failed discovery (plus its
+	// jitter), until it first answers.
 	discoveryRetry = 5 * time.Second
 )
 
@@ -47,16 +50,32 @@ type resourceWatch struct {
 	clock clock.WithTicker
 	log   logr.Logger
 
+	jitter jitter.Jitter
+
+	// refreshing serializes the refreshes (the poll's and the run's);
+	// failed are the group versions failing now, since when.
+	refreshing sync.Mutex
+	failed     map[schema.GroupVersion]time.Time
+
 	mu        sync.Mutex
 	resources []scopes.Resource
 	keys      []string
 	known     chan struct{}
 	changed   chan struct{}
+	// failing: some group versions failed at the last refresh.
+	failing bool
 }
 
 func newResourceWatch(mgr manager.Manager, disco discovery.DiscoveryInterface, clk clock.WithTicker) *resourceWatch {
-	return &resourceWatch{mgr: mgr, disco: disco, clock: clk, log: mgr.GetLogger().WithName("resources"),
-		known: make(chan struct{}), changed: make(chan struct{})}
+	return &resourceWatch{mgr: mgr, disco: disco, clock: clk, log: mgr.GetLogger().WithName("resources"), jitter: jitter.Default(),
+		failed: map[schema.GroupVersion]time.Time{}, known: make(chan struct{}), changed: make(chan struct{})}
+}
+
+// failingNow tells whether some group versions failed at the last refresh.
+func (w *resourceWatch) failingNow() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failing
 }
 
 // now are the served resources, and a channel closed at their next
@@ -84,12 +103,16 @@ func (w *resourceWatch) run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// polling: discovery is asked every resourcePollInterval anyway, so a
+	// failing group needs no retries of its own.
+	var polling atomic.Bool
 	if w.mayWatchCRDs(ctx) {
 		listed, failed := make(chan struct{}), make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := w.watchCRDs(ctx, kick, listed); err != nil && ctx.Err() == nil {
+				polling.Store(true)
 				close(failed)
 				w.log.Error(err, "Cannot watch the CRDs; asking discovery now and then instead.")
 				w.poll(ctx)
@@ -103,6 +126,7 @@ func (w *resourceWatch) run(ctx context.Context) {
 		}
 	} else {
 		w.log.Info("CRDs may not be watched; asking discovery now and then for resources that appear or go.", "interval", resourcePollInterval)
+		polling.Store(true)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -110,15 +134,18 @@ func (w *resourceWatch) run(ctx context.Context) {
 		}()
 	}
 	for !w.refresh(ctx) {
-		if !w.wait(ctx, discoveryRetry) {
+		if !w.wait(ctx, w.jitter.Apply(discoveryRetry)) {
 			return
 		}
 	}
 	for {
-		select {
-		case <-ctx.Done():
+		kicked, ok := w.await(ctx, kicks, polling.Load())
+		switch {
+		case !ok:
 			return
-		case <-kicks:
+		case !kicked:
+			w.refresh(ctx)
+			continue
 		}
 		for _, d := range afterCRDChange {
 			if !w.wait(ctx, d) {
@@ -126,6 +153,26 @@ func (w *resourceWatch) run(ctx context.Context) {
 			}
 			w.refresh(ctx)
 		}
+	}
+}
+
+// await waits for a change of a CRD (kicked), or, while some group's
+// discovery fails, for the time to ask it again (unless the poll asks
+// anyway); ok is false once ctx ends.
+func (w *resourceWatch) await(ctx context.Context, kicks <-chan struct{}, polling bool) (kicked, ok bool) {
+	var retry <-chan time.Time
+	if !polling && w.failingNow() {
+		t := w.clock.NewTimer(w.jitter.Apply(resourcePollInterval))
+		defer t.Stop()
+		retry = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-retry:
+		return false, true
+	case <-kicks:
+		return true, true
 	}
 }
 
@@ -137,17 +184,25 @@ func (w *resourceWatch) poll(ctx context.Context) {
 }
 
 // refresh asks discovery and publishes the resources if they changed; it
-// tells whether discovery answered.
+// tells whether discovery answered. The group versions that fail keep
+// their last known resources (keepLastKnown), and say so when they begin
+// to fail and when they answer again.
 func (w *resourceWatch) refresh(ctx context.Context) bool {
-	resources, err := discoverResources(w.disco)
+	w.refreshing.Lock()
+	defer w.refreshing.Unlock()
+	d, err := discoverResources(w.disco)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Error(err, "Cannot discover the resources the cluster serves.")
 		}
-		if resources == nil {
-			return false
-		}
+		return false
 	}
+	w.mu.Lock()
+	last := w.resources
+	w.mu.Unlock()
+	decided := keepLastKnown(last, d)
+	w.sayFailures(decided)
+	resources := decided.resources
 	keys := make([]string, len(resources))
 	for i, r := range resources {
 		keys[i] = fmt.Sprintf("%s %v %v", r, r.Preferred, r.Verbs)
@@ -155,6 +210,7 @@ func (w *resourceWatch) refresh(ctx context.Context) bool {
 	slices.Sort(keys)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.failing = len(decided.kept)+len(decided.unknown) > 0
 	select {
 	case <-w.known:
 		if slices.Equal(keys, w.keys) {
@@ -167,36 +223,6 @@ func (w *resourceWatch) refresh(ctx context.Context) bool {
 	}
 	w.resources, w.keys = resources, keys
 	return true
-}
-
-// discoverResources lists what the API server serves. A group that fails
-// (an aggregated API that is down) leaves out its resources, with the
-// error; the rest is returned.
-func discoverResources(disco discovery.DiscoveryInterface) ([]scopes.Resource, error) {
-	groups, lists, err := disco.ServerGroupsAndResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, fmt.Errorf("discover the resources: %w", err)
-	}
-	preferred := map[string]string{}
-	for _, g := range groups {
-		preferred[g.Name] = g.PreferredVersion.Version
-	}
-	var out []scopes.Resource
-	for _, list := range lists {
-		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
-		if perr != nil {
-			continue
-		}
-		for _, r := range list.APIResources {
-			if strings.Contains(r.Name, "/") {
-				continue // a subresource
-			}
-			out = append(out, scopes.Resource{Group: gv.Group, Version: gv.Version, Kind: r.Kind, Plural: r.Name,
-				Singular: r.SingularName, ShortNames: r.ShortNames, Categories: r.Categories, Namespaced: r.Namespaced,
-				Preferred: preferred[gv.Group] == gv.Version, Verbs: r.Verbs})
-		}
-	}
-	return out, err
 }
 
 // mayWatchCRDs asks the API server whether CRDs may be listed and watched.
