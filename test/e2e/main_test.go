@@ -36,13 +36,16 @@ func TestMain(m *testing.M) {
 }
 
 // buildExamples builds every example (each directory of examples/ with a
-// main.go) and the kopf command into dir, in one go build.
+// main.go), the kopf command and the probe operator into dir, in one go
+// build.
 func buildExamples(dir string) error {
 	mains, err := filepath.Glob(filepath.Join(testenv.Root(), "examples", "*", "main.go"))
 	if err != nil {
 		return err
 	}
-	args := []string{"build", "-o", dir + string(filepath.Separator), "./cmd/kopf"}
+	// The fault suite's probe operator too: a daemon that records every
+	// beat (discovery_test.go).
+	args := []string{"build", "-o", dir + string(filepath.Separator), "./cmd/kopf", "./test/faults/probe"}
 	for _, main := range mains {
 		args = append(args, "./examples/"+filepath.Base(filepath.Dir(main)))
 	}
