@@ -155,4 +155,3 @@ func kickCRD() *unstructured.Unstructured {
 	}
 	return crd
 }
-
