@@ -60,6 +60,7 @@ func (p *Prober) Results(ctx context.Context) (map[string]any, error) {
 		probe.Retries = 1 // one attempt per round
 		outcome := execution.Execute(hctx, &probe.Handler, st, now, execution.Defaults{Errors: execution.ErrorsPermanent},
 			func(ctx context.Context) (any, error) { return h.Fn(ctx, a) })
+		countActivityPanic(h, outcome)
 		if outcome.Err != nil {
 			err = fmt.Errorf("probe '%s' failed: %w", h.ID, outcome.Err)
 			continue
