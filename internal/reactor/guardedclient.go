@@ -36,7 +36,7 @@ func (g *guardedClient) do(method string, request func() error) error {
 	if p := contain.Call(func() { err = request() }); p != nil {
 		metrics.CallbackPanicked("", metrics.CallbackClient, "")
 		g.log.Error(p, fmt.Sprintf("The client's wrapper (WrapClient) panicked in %s: %s", method, p), "stack", string(p.Stack))
-		return fmt.Errorf("%s: the client's wrapper panicked: %w", method, p)
+		return fmt.Errorf("the client's wrapper panicked in %s: %w", method, p)
 	}
 	return err
 }
