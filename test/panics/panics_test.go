@@ -11,7 +11,9 @@ import (
 )
 
 // TestCallbackPanicsAreContained runs one operator with every kind of
-// callback, each panicking for the objects of its case, and one case
+// callback (handlers, their filters, daemons' initial delays, a progress
+// storage and a client wrapper of its own, operator-wide handlers), each
+// panicking for the objects of its case, and one case
 // after the other: an object that makes the callback panic, then a plain
 // object, which must still be handled. Each panic is logged at error
 // level with the callback's stack, naming the handler (and the object),
@@ -39,8 +41,10 @@ func TestCallbackPanicsAreContained(t *testing.T) {
 		name     string
 		callback string
 		handler  string
-		// line is the log line's message, for the object trigger-<name>.
-		line string
+		// line is the log line's message, for the object trigger-<name>;
+		// unnamed: the line does not name the object.
+		line    string
+		unnamed bool
 	}{
 		{name: "change", callback: "change", handler: "create",
 			line: "Handler 'create' failed with an exception and will try again in 1 seconds: panic: change of trigger-change is broken"},
@@ -65,12 +69,23 @@ func TestCallbackPanicsAreContained(t *testing.T) {
 		// A filter function of a label, rather than When.
 		{name: "timer-filter", callback: "filter", handler: "timer_when",
 			line: "Timer 'timer_when' does not match: its filter panicked: panic: timer-filter is broken"},
+		// The operator's progress storage: the object's cycle ends, and
+		// the object is throttled.
+		{name: "storage", callback: "storage", handler: "progress",
+			line: "The cycle has ended: ProgressStorage.Store panicked: storage of trigger-storage is broken"},
+		// The operator's wrapper of the engine's client: the write fails.
+		{name: "client", callback: "client", handler: "", unnamed: true,
+			line: "The client's wrapper (WrapClient) panicked in Patch: panic: client of trigger-client is broken"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			trigger := example(ns, "trigger-"+tt.name, tt.name)
 			testenv.Create(t, env.Client, trigger)
-			op.panicLogged(t, tt.line, trigger.GetName())
+			name := trigger.GetName()
+			if tt.unnamed {
+				name = ""
+			}
+			op.panicLogged(t, tt.line, name)
 			op.panicCounted(t, tt.callback, tt.handler)
 			plain := example(ns, "plain-"+tt.name, "")
 			testenv.Create(t, env.Client, plain)

@@ -1,7 +1,8 @@
 // Command operator is the panics suite's operator: for KopfExample
 // objects, every kind of callback that an operator hands to kopf-go,
 // each of which panics for the objects labelled panic=<its case> and
-// works for the others. The operator-wide handlers panic on their first
+// works for the others; so do its progress storage and its wrapper of
+// the engine's client. The operator-wide handlers panic on their first
 // attempt (login, startup, cleanup) or always (the probe). It checks
 // nothing itself: the tests see from outside what the library lets
 // happen.
@@ -19,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
 )
@@ -48,6 +51,10 @@ const (
 	CaseTimerFilter   = "timer-filter"
 	CaseWebhook       = "webhook"
 	CaseWebhookFilter = "webhook-filter"
+	CaseStorage       = "storage"
+	// CaseClient is a name prefix rather than a label: the engine's
+	// patches carry no labels.
+	CaseClient = "client"
 )
 
 // retry is the backoff of every handler: far below Kopf's 60 s, so that a
@@ -73,6 +80,8 @@ func main() {
 	} else {
 		resourceHandlers(kex)
 		operatorHandlers(reg, *gate)
+		opts.ProgressStorage = brokenStorage{handlers.NewSmartProgress()}
+		opts.WrapClient = func(c client.Client) client.Client { return brokenClient{c} }
 	}
 	if err := handlers.Run(ctrl.SetupSignalHandler(), reg, fs.Args(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -222,4 +231,28 @@ func resourceWebhooks(kex *handlers.Resource[*unstructured.Unstructured]) {
 	handlers.OnValidate(kex, "validate_when", func(context.Context, *unstructured.Unstructured, *handlers.AdmissionRequest) error {
 		return nil
 	}, when(CaseWebhookFilter))
+}
+
+// brokenStorage is the operator's progress storage: its Store panics for
+// the objects labelled for CaseStorage.
+type brokenStorage struct{ handlers.ProgressStorage }
+
+func (s brokenStorage) Store(body map[string]any, p *handlers.Patch, id string, r handlers.ProgressRecord) {
+	metadata, _ := body["metadata"].(map[string]any)
+	labels, _ := metadata["labels"].(map[string]any)
+	if labels[Label] == CaseStorage {
+		boom(CaseStorage + " of " + fmt.Sprint(metadata["name"]))
+	}
+	s.ProgressStorage.Store(body, p, id, r)
+}
+
+// brokenClient is the operator's wrapper of the engine's client: its
+// Patch panics for the objects named for CaseClient.
+type brokenClient struct{ client.Client }
+
+func (c brokenClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+	if strings.HasPrefix(obj.GetName(), "trigger-"+CaseClient) {
+		boom(CaseClient + " of " + obj.GetName())
+	}
+	return c.Client.Patch(ctx, obj, p, opts...)
 }
