@@ -163,7 +163,9 @@ func resourceHandlers(kex *handlers.Resource[*unstructured.Unstructured]) {
 	})})
 }
 
-func nothing(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) { return nil, nil }
+func nothing(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+	return nil, nil
+}
 
 func waitForStop(ctx context.Context, _ *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
 	<-ctx.Done()
