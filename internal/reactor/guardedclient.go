@@ -23,6 +23,23 @@ import (
 type guardedClient struct {
 	client.Client
 	log logr.Logger
+	// broken, if set, is the panic of the wrapper itself (WrapClient),
+	// which made no client: every request fails with it, and Client is
+	// the unwrapped client, for the scheme and the mapper.
+	broken error
+}
+
+// wrapContained wraps the engine's client with the operator's wrapper and
+// guards the result; a panic of the wrapper itself gives a client whose
+// every request fails.
+func wrapContained(wrap func(client.Client) client.Client, c client.Client, log logr.Logger) client.Client {
+	wrapped, p := contain.Value(func() client.Client { return wrap(c) })
+	if p != nil {
+		metrics.CallbackPanicked("", metrics.CallbackClient, "")
+		log.Error(p, fmt.Sprintf("The client's wrapper (WrapClient) panicked: %s; every request of the engine fails.", p), "stack", string(p.Stack))
+		return &guardedClient{Client: c, log: log, broken: fmt.Errorf("the client's wrapper (WrapClient) panicked: %w", p)}
+	}
+	return guardClient(wrapped, log)
 }
 
 // guardClient guards the client that the operator's wrapper returned.
@@ -32,6 +49,9 @@ func guardClient(c client.Client, log logr.Logger) client.Client {
 
 // do runs one request; a panic is its error.
 func (g *guardedClient) do(method string, request func() error) error {
+	if g.broken != nil {
+		return g.broken
+	}
 	var err error
 	if p := contain.Call(func() { err = request() }); p != nil {
 		metrics.CallbackPanicked("", metrics.CallbackClient, "")
@@ -87,6 +107,9 @@ func (g *guardedClient) Status() client.SubResourceWriter { return g.SubResource
 
 // SubResource guards the subresource's client, and the making of it.
 func (g *guardedClient) SubResource(name string) client.SubResourceClient {
+	if g.broken != nil {
+		return failedSub{err: g.broken}
+	}
 	var sub client.SubResourceClient
 	if err := g.do("SubResource", func() error { sub = g.Client.SubResource(name); return nil }); err != nil {
 		return failedSub{err: err}

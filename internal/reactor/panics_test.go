@@ -3,6 +3,7 @@ package reactor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/diffbase"
 	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/memo"
@@ -198,5 +200,27 @@ func TestChangeFilterPanic(t *testing.T) {
 	}
 	if len(lines) == 0 || lines[0] != (errorLine{Msg: "Handler 'broken_create' does not match: its filter panicked: panic: the filter is broken", Stacked: true}) {
 		t.Errorf("error lines = %+v, want the filter's panic first, with the stack", lines)
+	}
+}
+
+// TestClientWrapperThatPanicsItself: a WrapClient that panics instead of
+// returning a client gives the engine a client whose requests fail, with
+// the panic as their error.
+func TestClientWrapperThatPanicsItself(t *testing.T) {
+	rig := newCycleRig(t, cycleObject("a", nil), func(string) (any, error) { return nil, nil }, false, false)
+	c := wrapContained(func(client.Client) client.Client { panic("no client today") }, rig.c, logr.Discard())
+	obj := cycleObject("a", nil)
+	for name, err := range map[string]error{
+		"Get":          c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj),
+		"Patch":        c.Patch(context.Background(), obj, client.Merge),
+		"Status.Patch": c.Status().Patch(context.Background(), obj, client.Merge),
+	} {
+		var p *contain.Panic
+		if !errors.As(err, &p) || p.Value != "no client today" {
+			t.Errorf("%s() = %v, want the wrapper's panic", name, err)
+		}
+	}
+	if c.Scheme() == nil {
+		t.Error("the client has no scheme")
 	}
 }

@@ -141,7 +141,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	if s.WrapClient != nil {
 		// The operator's wrapper is its code: its panics are contained.
 		clientLog := mgr.GetLogger().WithName("client")
-		wrap = func(c client.Client) client.Client { return guardClient(s.WrapClient(c), clientLog) }
+		wrap = func(c client.Client) client.Client { return wrapContained(s.WrapClient, c, clientLog) }
 	}
 	var own ownership = unshared{}
 	if s.Sharding.Ring != "" {
