@@ -103,7 +103,18 @@ func (g *guardedClient) IsObjectNamespaced(obj runtime.Object) (namespaced bool,
 	return namespaced, err
 }
 
-func (g *guardedClient) Status() client.SubResourceWriter { return g.SubResource("status") }
+// Status guards the wrapper's own status writer (which may differ from
+// its SubResource("status")), and the making of it.
+func (g *guardedClient) Status() client.SubResourceWriter {
+	if g.broken != nil {
+		return failedSub{err: g.broken}
+	}
+	var status client.SubResourceWriter
+	if err := g.do("Status", func() error { status = g.Client.Status(); return nil }); err != nil {
+		return failedSub{err: err}
+	}
+	return &guardedWriter{SubResourceWriter: status, g: g, name: "Status"}
+}
 
 // SubResource guards the subresource's client, and the making of it.
 func (g *guardedClient) SubResource(name string) client.SubResourceClient {
@@ -114,33 +125,41 @@ func (g *guardedClient) SubResource(name string) client.SubResourceClient {
 	if err := g.do("SubResource", func() error { sub = g.Client.SubResource(name); return nil }); err != nil {
 		return failedSub{err: err}
 	}
-	return &guardedSub{SubResourceClient: sub, g: g}
+	return &guardedSub{guardedWriter: guardedWriter{SubResourceWriter: sub, g: g, name: "SubResource"}, reader: sub}
 }
 
-// guardedSub guards a subresource's requests alike.
+// guardedWriter guards a subresource's writes alike (the status's, or
+// another subresource's); name prefixes its methods in the log.
+type guardedWriter struct {
+	client.SubResourceWriter
+	g    *guardedClient
+	name string
+}
+
+func (w *guardedWriter) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	return w.g.do(w.name+".Create", func() error { return w.SubResourceWriter.Create(ctx, obj, sub, opts...) })
+}
+
+func (w *guardedWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	return w.g.do(w.name+".Update", func() error { return w.SubResourceWriter.Update(ctx, obj, opts...) })
+}
+
+func (w *guardedWriter) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	return w.g.do(w.name+".Patch", func() error { return w.SubResourceWriter.Patch(ctx, obj, p, opts...) })
+}
+
+func (w *guardedWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	return w.g.do(w.name+".Apply", func() error { return w.SubResourceWriter.Apply(ctx, obj, opts...) })
+}
+
+// guardedSub guards a subresource's reads and writes.
 type guardedSub struct {
-	client.SubResourceClient
-	g *guardedClient
+	guardedWriter
+	reader client.SubResourceReader
 }
 
 func (s *guardedSub) Get(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceGetOption) error {
-	return s.g.do("SubResource.Get", func() error { return s.SubResourceClient.Get(ctx, obj, sub, opts...) })
-}
-
-func (s *guardedSub) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	return s.g.do("SubResource.Create", func() error { return s.SubResourceClient.Create(ctx, obj, sub, opts...) })
-}
-
-func (s *guardedSub) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	return s.g.do("SubResource.Update", func() error { return s.SubResourceClient.Update(ctx, obj, opts...) })
-}
-
-func (s *guardedSub) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	return s.g.do("SubResource.Patch", func() error { return s.SubResourceClient.Patch(ctx, obj, p, opts...) })
-}
-
-func (s *guardedSub) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	return s.g.do("SubResource.Apply", func() error { return s.SubResourceClient.Apply(ctx, obj, opts...) })
+	return s.g.do("SubResource.Get", func() error { return s.reader.Get(ctx, obj, sub, opts...) })
 }
 
 // failedSub is a subresource's client that the wrapper panicked making:

@@ -224,3 +224,38 @@ func TestClientWrapperThatPanicsItself(t *testing.T) {
 		t.Error("the client has no scheme")
 	}
 }
+
+// statusWrapper is a WrapClient with a status writer of its own, as
+// fault injectors and instrumentation have.
+type statusWrapper struct {
+	client.Client
+	patched *int
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	patched *int
+}
+
+func (w statusWrapper) Status() client.SubResourceWriter {
+	return countingStatus{SubResourceWriter: w.Client.Status(), patched: w.patched}
+}
+
+func (s countingStatus) Patch(context.Context, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+	*s.patched++
+	return nil
+}
+
+// TestGuardKeepsTheWrappersStatus: the guard writes the status through
+// the wrapper's own Status(), not around it.
+func TestGuardKeepsTheWrappersStatus(t *testing.T) {
+	rig := newCycleRig(t, cycleObject("a", nil), func(string) (any, error) { return nil, nil }, false, false)
+	var patched int
+	c := guardClient(statusWrapper{Client: rig.c, patched: &patched}, logr.Discard())
+	if err := c.Status().Patch(context.Background(), cycleObject("a", nil), client.Merge); err != nil {
+		t.Fatal(err)
+	}
+	if patched != 1 {
+		t.Errorf("the wrapper's status writer patched %d times, want 1", patched)
+	}
+}
