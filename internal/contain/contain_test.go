@@ -174,3 +174,14 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// BenchmarkValue is the cost of containing one filter's call: the engine
+// pays it for every filter it asks, several per cycle.
+func BenchmarkValue(b *testing.B) {
+	matched := 0
+	for b.Loop() {
+		if v, _ := Value(func() bool { return matched >= 0 }); v {
+			matched++
+		}
+	}
+}
