@@ -82,7 +82,8 @@ func (l *lowLevel) handle(raw any, eventType string) {
 		mem = l.r.memories.known(obj.GetUID())
 	}
 	subject := &registry.Subject{Obj: obj, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
-		Cause: &causes.Cause{Body: body, Patch: patch.New(), Memo: mem.memo, Indices: l.r.settings.Indices}, FilterPanicked: l.r.filterPanicked(log)}
+		Cause:          &causes.Cause{Body: body, Patch: patch.New(), Memo: mem.memo, Indices: l.r.settings.Indices},
+		FilterPanicked: l.r.filterPanicked(log)}
 	objectKey := key.Namespace + "/" + key.Name + "/" + string(obj.GetUID())
 	for _, h := range l.r.kind.Indexing {
 		l.index(log, h, subject, objectKey, eventType == causes.EventDeleted)
