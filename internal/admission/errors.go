@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/metrics"
 )
@@ -83,9 +84,18 @@ func bestError(errs []error) error {
 	return best
 }
 
+// PanicMessage is what the API client learns of a handler that panicked:
+// the panic's value and stack are for the operator's log only.
+const PanicMessage = "Internal error in an admission handler (see the operator's log)."
+
 // statusOf is the message and code reported for an error: the message, or
-// the error's type when it has none, and the admission error's code or 500.
+// the error's type when it has none, and the admission error's code or 500;
+// a panic's message is PanicMessage.
 func statusOf(err error) (string, int) {
+	var panicked *contain.Panic
+	if errors.As(err, &panicked) {
+		return PanicMessage, DefaultCode
+	}
 	message := err.Error()
 	if message == "" {
 		message = fmt.Sprintf("%T", err)

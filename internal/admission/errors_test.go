@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
 )
 
@@ -58,6 +59,7 @@ func TestStatusOf(t *testing.T) {
 		{"admission with a code", Error{Message: "No!", Code: 123}, "No!", 123},
 		{"admission by pointer", &Error{Message: "No!", Code: 555}, "No!", 555},
 		{"wrapped admission error", fmt.Errorf("check: %w", Error{Message: "No!", Code: 422}), "check: No!", 422},
+		{"a panic: nothing of its value", &contain.Panic{Value: "secret token abc"}, PanicMessage, 500},
 		{"no message: the type", Error{}, "admission.Error", 500},
 	}
 	for _, tt := range tests {
@@ -82,7 +84,7 @@ func TestOutcomeOf(t *testing.T) {
 		{"permanent error", execution.NewPermanentError("No!"), "denied"},
 		{"temporary error", execution.NewTemporaryError("No!", 0), "denied"},
 		{"arbitrary error", errors.New("boom"), "error"},
-		{"panic", &execution.PanicError{Value: "boom"}, "error"},
+		{"panic", &contain.Panic{Value: "boom"}, "error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/metrics"
@@ -70,10 +70,13 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("kind", kind.GVK.Kind, "namespace", r.Namespace, "name", r.Name,
 		"operation", r.Operation)
-	selected := kind.Select(in.Hint, obj, r)
+	kindLabel := metrics.Kind(kind.GVK)
+	selected := kind.Select(in.Hint, obj, r, func(h *Handler, p *contain.Panic) {
+		log.Error(p, fmt.Sprintf("Handler '%s' does not match: its filter panicked: %s", h.ID, p), "handler", h.ID, "stack", string(p.Stack))
+		metrics.CallbackPanicked(kindLabel, metrics.CallbackFilter, h.ID)
+	})
 
 	resp := &admissionv1.AdmissionResponse{UID: in.Request.UID}
-	kindLabel := metrics.Kind(kind.GVK)
 	var errs []error
 	var patches []*patch.Patch
 	for _, h := range selected {
@@ -81,6 +84,9 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 		hobj, err := decodeObject(kind, r.Body) // each handler gets its own copy
 		if err == nil {
 			err = call(logr.NewContext(ctx, log.WithValues("handler", h.ID)), h, hobj, hr)
+		}
+		if _, panicked := err.(*contain.Panic); panicked {
+			metrics.CallbackPanicked(kindLabel, metrics.CallbackWebhook, h.ID)
 		}
 		metrics.WebhookCalled(kindLabel, string(h.Type), h.ID, outcomeOf(err))
 		errs = append(errs, err)
@@ -109,19 +115,17 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 	return resp, nil
 }
 
-// call runs one handler, turning a panic into an error, and logs the
-// outcome as Kopf does; for webhooks, every error is final.
+// call runs one handler, turning a panic into an error (*contain.Panic,
+// whose stack goes into the log line, and whose value stays out of the
+// response), and logs the outcome as Kopf does; for webhooks, every error
+// is final.
 func call(ctx context.Context, h *Handler, obj registry.Object, r *Request) (err error) {
 	log := logr.FromContextOrDiscard(ctx)
 	name := fmt.Sprintf("Handler '%s'", h.ID)
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = &execution.PanicError{Value: p, Stack: debug.Stack()}
-			}
-		}()
-		err = h.Fn(ctx, obj, r)
-	}()
+	if p := contain.Call(func() { err = h.Fn(ctx, obj, r) }); p != nil {
+		err = p
+		log = log.WithValues("stack", string(p.Stack))
+	}
 	var perm *execution.PermanentError
 	var temp *execution.TemporaryError
 	_, isAdmission := asError(err)

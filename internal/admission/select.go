@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/registry"
 )
@@ -21,8 +22,9 @@ type Hint struct {
 // registration order: those of the hinted type and id, whose subresource
 // and filters match. Mutating handlers do not see deletions unless they are
 // for DELETE only. Operations are not checked here: they go into the
-// webhook configuration's rules, as in Kopf.
-func (k *Kind) Select(hint Hint, obj registry.Object, r *Request) []*Handler {
+// webhook configuration's rules, as in Kopf. A handler whose filters
+// panic does not serve the request; panicked hears of it.
+func (k *Kind) Select(hint Hint, obj registry.Object, r *Request, panicked func(*Handler, *contain.Panic)) []*Handler {
 	var out []*Handler
 	for _, h := range k.Handlers {
 		if hint.Type != "" && h.Type != hint.Type || hint.ID != "" && h.ID != hint.ID {
@@ -34,7 +36,12 @@ func (k *Kind) Select(hint Hint, obj registry.Object, r *Request) []*Handler {
 		if h.Subresource != AnySubresource && h.Subresource != r.Subresource {
 			continue
 		}
-		if h.matches(obj, r) {
+		matched, p := contain.Value(func() bool { return h.matches(obj, r) })
+		if p != nil {
+			panicked(h, p)
+			continue
+		}
+		if matched {
 			out = append(out, h)
 		}
 	}

@@ -19,10 +19,20 @@ type logLine struct {
 type captureSink struct {
 	mu    *sync.Mutex
 	lines *[]logLine
+	// stacked are the messages of error lines that carry a stack.
+	stacked *[]string
 }
 
 func newCapture() *captureSink {
-	return &captureSink{mu: &sync.Mutex{}, lines: &[]logLine{}}
+	return &captureSink{mu: &sync.Mutex{}, lines: &[]logLine{}, stacked: &[]string{}}
+}
+
+// Stacked returns the messages of the error lines that carry a goroutine's
+// stack in their "stack" value.
+func (s *captureSink) Stacked() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), *s.stacked...)
 }
 
 // All returns a copy of every line logged so far.
@@ -57,10 +67,15 @@ func (s *captureSink) Info(level int, msg string, _ ...any) {
 	*s.lines = append(*s.lines, logLine{Level: lvl, Msg: msg})
 }
 
-func (s *captureSink) Error(_ error, msg string, _ ...any) {
+func (s *captureSink) Error(_ error, msg string, keysAndValues ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	*s.lines = append(*s.lines, logLine{Level: "error", Msg: msg})
+	for i := 0; i+1 < len(keysAndValues); i += 2 {
+		if stack, ok := keysAndValues[i+1].(string); keysAndValues[i] == "stack" && ok && strings.Contains(stack, "goroutine ") {
+			*s.stacked = append(*s.stacked, msg)
+		}
+	}
 }
 
 func (s *captureSink) WithValues(...any) logr.LogSink { return s }

@@ -22,6 +22,11 @@ type Observer interface {
 	// Exited: the runner's goroutine returned; reason is why it was asked
 	// to stop, zero if it ended on its own (and was not asked).
 	Exited(host Host, h *Handler, reason StopReason)
+	// DelayPanicked: the handler's initial delay function panicked (the
+	// panic is logged with its stack already); the runner then exits on
+	// its own. A panic of the function itself comes in Attempted's
+	// outcome (Outcome.Panic).
+	DelayPanicked(host Host, h *Handler)
 }
 
 // noObserver is the observer when the settings give none.
@@ -31,3 +36,4 @@ func (noObserver) Spawned(Host, *Handler)                                     {}
 func (noObserver) Stopping(Host, *Handler)                                    {}
 func (noObserver) Attempted(Host, *Handler, execution.Outcome, time.Duration) {}
 func (noObserver) Exited(Host, *Handler, StopReason)                          {}
+func (noObserver) DelayPanicked(Host, *Handler)                               {}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
 )
 
@@ -31,8 +32,13 @@ func (r *recorder) add(host Host, format string, args ...any) {
 func (r *recorder) Spawned(host Host, h *Handler)  { r.add(host, "spawned %s", h.ID) }
 func (r *recorder) Stopping(host Host, h *Handler) { r.add(host, "stopping %s", h.ID) }
 func (r *recorder) Attempted(host Host, h *Handler, o execution.Outcome, took time.Duration) {
-	r.add(host, "attempted %s: %s in %s", h.ID, execution.Classify(o), took)
+	panicked := ""
+	if o.Panic != nil {
+		panicked = " (panicked)"
+	}
+	r.add(host, "attempted %s: %s in %s%s", h.ID, execution.Classify(o), took, panicked)
 }
+func (r *recorder) DelayPanicked(host Host, h *Handler) { r.add(host, "delay panicked %s", h.ID) }
 func (r *recorder) Exited(host Host, h *Handler, reason StopReason) {
 	r.add(host, "exited %s: %s", h.ID, reason.String())
 }
@@ -100,6 +106,25 @@ func TestObserver(t *testing.T) {
 			"attempted t: success in 0s",
 			"stopping t",
 			"exited t: FILTERS_MISMATCH|DAEMON_CANCELLED",
+		}},
+		{"a daemon that panics, and is retried", func(h *harness) {
+			h.sync(h.daemon("d", Spec{}))
+			h.next().do(func(context.Context, *DaemonCause) (any, error) { panic("boom") })
+			h.callAt(7*time.Second).ret(nil, nil)
+			h.exited(ref.UID)
+		}, []string{
+			"spawned d",
+			"attempted d: temporary_error in 0s (panicked)",
+			"attempted d: success in 0s",
+			"exited d: NONE",
+		}},
+		{"a timer whose initial delay panics", func(h *harness) {
+			h.sync(h.timer("t", Spec{Interval: time.Second, InitialDelay: func(causes.Object) time.Duration { panic("boom") }}))
+			h.exited(ref.UID)
+		}, []string{
+			"spawned t",
+			"delay panicked t",
+			"exited t: NONE",
 		}},
 		{"the operator's exit", func(h *harness) {
 			h.sync(h.daemon("d", Spec{}))

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
 )
 
@@ -118,12 +119,21 @@ func (r *runner) run() {
 }
 
 // initialDelay sleeps the delay computed from the object, reading it again
-// after the default backoff if it cannot be read; false if stopped.
+// after the default backoff if it cannot be read; false if stopped, or if
+// the delay function panicked: the handler then ends for the object, as
+// Kopf's does when its initial delay callable raises (not restarted).
 func (r *runner) initialDelay() bool {
 	for {
 		obj, err := r.obj.host.Fetch(r.ctx, r.obj.ref)
 		if err == nil {
-			return r.sleep(r.ctx, r.h.InitialDelay(obj))
+			delay, p := contain.Value(func() time.Duration { return r.h.InitialDelay(obj) })
+			if p != nil {
+				r.log.Error(p, fmt.Sprintf("%s failed with an exception in its initial delay and will not be retried or restarted: %s", r.h.Handler, p),
+					"stack", string(p.Stack))
+				r.sup.settings.Observer.DelayPanicked(r.obj.host, &r.h)
+				return false
+			}
+			return r.sleep(r.ctx, delay)
 		}
 		r.log.Error(err, fmt.Sprintf("%s cannot read its object for the initial delay; trying again later.", r.h.Handler))
 		if !r.sleep(r.ctx, r.sup.settings.DefaultBackoff) {

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/kopf-go/kopf/internal/contain"
 )
 
 // Handler is what execution needs to know about a handler: its identity
@@ -63,6 +64,10 @@ type Outcome struct {
 	// NotCalled: the handler's timeout or retries were used up before the
 	// attempt, so its function was not called (and took no time).
 	NotCalled bool
+	// Panic is the handler's panic, if it panicked: also when its errors
+	// mode ignores the failure (Err is nil then), so that the caller counts
+	// every panic.
+	Panic *contain.Panic
 }
 
 // Defaults are the settings that apply to handlers that set nothing.
@@ -73,9 +78,10 @@ type Defaults struct {
 
 // Execute runs one attempt of a handler and turns whatever happens into an
 // outcome and Kopf's log line. Handler panics are recovered and treated as
-// arbitrary errors. The limits are checked strictly before the attempt and
-// with a look-ahead after a failure, as Kopf does, so "Retries: 3" means
-// three attempts in total.
+// arbitrary errors (*contain.Panic), logged with their stack, and given in
+// the outcome's Panic. The limits are checked strictly before the attempt
+// and with a look-ahead after a failure, as Kopf does, so "Retries: 3"
+// means three attempts in total.
 func Execute(ctx context.Context, h *Handler, st *HandlerState, now time.Time, defaults Defaults, call func(context.Context) (any, error)) Outcome {
 	// This frame stays on the stack while a daemon runs for hours, so it is
 	// kept small: the checks and the interpretation live in functions of
@@ -84,9 +90,15 @@ func Execute(ctx context.Context, h *Handler, st *HandlerState, now time.Time, d
 		return stop
 	}
 	callCtx, cancel := handlerContext(ctx, h, st)
-	result, err := safeCall(callCtx, call)
-	cancel()
-	return interpret(ctx, h, st, now, defaults, result, err)
+	// Deferred: a panic that unwinds the whole cycle (contain.Unwind, a
+	// storage's in a sub-handler's round) passes through here.
+	defer cancel()
+	result, err := contain.Result(func() (any, error) { return call(callCtx) })
+	outcome := interpret(ctx, h, st, now, defaults, result, err)
+	if p, ok := err.(*contain.Panic); ok {
+		outcome.Panic = p
+	}
+	return outcome
 }
 
 // checkLimits logs the invocation and fails the handler before the attempt
@@ -183,7 +195,7 @@ func failedArbitrarily(log logr.Logger, h *Handler, st *HandlerState, now time.T
 	if h.Backoff != nil {
 		backoff = *h.Backoff
 	}
-	var panicked *PanicError
+	var panicked *contain.Panic
 	if errors.As(err, &panicked) {
 		log = log.WithValues("stack", string(panicked.Stack))
 	}
@@ -219,27 +231,14 @@ func willExceed(h *Handler, st *HandlerState) bool {
 	return h.Retries > 0 && st.Retries+1 >= h.Retries
 }
 
-// PanicError is a handler's panic, turned into an error.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
-
-func safeCall(ctx context.Context, call func(context.Context) (any, error)) (result any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			result, err = nil, &PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
-	return call(ctx)
-}
-
 // Seconds renders a duration as Kopf prints its seconds: "60", "1.5". It
 // is the one rendering of seconds in log lines; callers that log measured
 // delays (with the clock's nanosecond noise) round them first.
-func Seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+func Seconds(d time.Duration) string {
+	// An exact division: d.Seconds() adds the fraction in floating point,
+	// which prints 1.235 s as 1.2349999999999999.
+	return strconv.FormatFloat(float64(d)/float64(time.Second), 'f', -1, 64)
+}
 
 // timedelta renders a duration as Python's timedelta does: "0:00:02.500000",
 // "1 day, 0:00:00", "2 days, 1:00:00" (for durations that are not negative).

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kopf-go/kopf/internal/contain"
 )
 
 // t0 is when the handlers' first attempts started in these tests.
@@ -25,10 +27,12 @@ type outcome struct {
 	ErrMsg  string
 	Delay   *time.Duration
 	Result  any
+	// Panicked: the outcome tells the handler's panic.
+	Panicked bool
 }
 
 func flatten(o Outcome) outcome {
-	out := outcome{Final: o.Final, Delay: o.Delay, Result: o.Result}
+	out := outcome{Final: o.Final, Delay: o.Delay, Result: o.Result, Panicked: o.Panic != nil}
 	if o.Err != nil {
 		out.ErrType = reflect.TypeOf(o.Err).String()
 		out.ErrMsg = o.Err.Error()
@@ -169,13 +173,24 @@ func TestExecute(t *testing.T) {
 			wantLogs: []logLine{{Level: "info", Msg: "Handler 'fn' succeeded."}}},
 		{name: "a panic is an arbitrary error",
 			h: Handler{ID: "fn"}, call: func(context.Context) (any, error) { panic("kaboom") },
-			want: outcome{ErrType: "*execution.PanicError", ErrMsg: "panic: kaboom", Delay: dur(60 * time.Second)},
+			want: outcome{ErrType: "*contain.Panic", ErrMsg: "panic: kaboom", Delay: dur(60 * time.Second), Panicked: true},
 			wantLogs: []logLine{{Level: "error", Msg: "Handler 'fn' failed with an exception and will try again in 60 seconds: panic: kaboom",
 				WithErr: true, Keys: []string{"stack"}}}},
 		{name: "a panic with errors permanent",
 			h: Handler{ID: "fn", Errors: ErrorsPermanent}, call: func(context.Context) (any, error) { panic(boom) },
-			want: outcome{Final: true, ErrType: "*execution.PanicError", ErrMsg: "panic: boom"},
+			want: outcome{Final: true, ErrType: "*contain.Panic", ErrMsg: "panic: boom", Panicked: true},
 			wantLogs: []logLine{{Level: "error", Msg: "Handler 'fn' failed with an exception and will stop now: panic: boom",
+				WithErr: true, Keys: []string{"stack"}}}},
+		{name: "a panic with errors ignored: no error, but the panic is told",
+			h: Handler{ID: "fn", Errors: ErrorsIgnored}, call: func(context.Context) (any, error) { panic(boom) },
+			want: outcome{Final: true, Panicked: true},
+			wantLogs: []logLine{{Level: "error", Msg: "Handler 'fn' failed with an exception and will ignore it: panic: boom",
+				WithErr: true, Keys: []string{"stack"}}}},
+		{name: "a panic past the retries",
+			h: Handler{ID: "fn", Retries: 2}, retries: 1, call: func(context.Context) (any, error) { panic(boom) },
+			want: outcome{Final: true, ErrType: "*execution.HandlerRetriesError", Panicked: true,
+				ErrMsg: "Handler 'fn' failed with an exception and will stop now (it would exceed 2 retries on the next attempt): panic: boom"},
+			wantLogs: []logLine{{Level: "error", Msg: "Handler 'fn' failed with an exception and will stop now (it would exceed 2 retries on the next attempt): panic: boom",
 				WithErr: true, Keys: []string{"stack"}}}},
 	}
 	for _, tt := range tests {
@@ -213,11 +228,11 @@ func TestExecuteKeepsTheErrorTypes(t *testing.T) {
 	if got.Err != temporary {
 		t.Errorf("Execute() error = %#v, want the handler's own error", got.Err)
 	}
-	var panicked *PanicError
+	var panicked *contain.Panic
 	got = Execute(context.Background(), &Handler{ID: "fn"}, &HandlerState{Started: t0}, t0, Defaults{Errors: ErrorsTemporary},
 		func(context.Context) (any, error) { panic(42) })
 	if !errors.As(got.Err, &panicked) || panicked.Value != 42 || !strings.Contains(string(panicked.Stack), "execute_test.go") {
-		t.Errorf("Execute() error = %#v, want a PanicError with the value and the stack", got.Err)
+		t.Errorf("Execute() error = %#v, want a *contain.Panic with the value and the stack", got.Err)
 	}
 }
 

@@ -59,7 +59,8 @@ func Kind(gvk schema.GroupVersionKind) string { return gvk.GroupKind().String() 
 // collectors are every metric of this package.
 func collectors() []prometheus.Collector {
 	return []prometheus.Collector{invocations, durations, objectsRetrying, objectsFailed,
-		daemonsRunning, daemonsStopping, daemonStops, webhookCalls, frozen, shardMembers, shardObjects}
+		daemonsRunning, daemonsStopping, daemonStops, webhookCalls, frozen, shardMembers, shardObjects,
+		callbackPanics}
 }
 
 var (

@@ -44,6 +44,7 @@ func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.Ac
 			outcome := execution.Execute(hctx, &h.Handler, st, now, s.defaults(), func(ctx context.Context) (any, error) {
 				return h.Fn(ctx, a)
 			})
+			countActivityPanic(h, outcome)
 			if outcome.Cancelled {
 				return results, ctx.Err()
 			}

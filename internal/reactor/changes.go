@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/rounds"
 )
@@ -18,6 +19,7 @@ func (r handlerRound) processChange(ctx context.Context, c *cycle, subject *regi
 	env := rounds.Env{
 		Object: c.obj, Body: c.body, Patch: c.patch, Progress: r.settings.Progress, Clock: r.settings.Clock,
 		Log: c.log, Defaults: r.settings.defaults(), Ref: c.ref(), Track: r.sup.Track, Observe: r.invocations,
+		Panicked: func(id string) { metrics.CallbackPanicked(r.kindLabel, metrics.CallbackChange, id) },
 		Invalid: func(id string, err error) {
 			raw := ""
 			if v, ok := fields.Resolve(c.body, fields.Path{"metadata", "annotations"}); ok {

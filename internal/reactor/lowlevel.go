@@ -15,6 +15,7 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
@@ -81,7 +82,8 @@ func (l *lowLevel) handle(raw any, eventType string) {
 		mem = l.r.memories.known(obj.GetUID())
 	}
 	subject := &registry.Subject{Obj: obj, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
-		Cause: &causes.Cause{Body: body, Patch: patch.New(), Memo: mem.memo, Indices: l.r.settings.Indices}}
+		Cause:          &causes.Cause{Body: body, Patch: patch.New(), Memo: mem.memo, Indices: l.r.settings.Indices},
+		FilterPanicked: l.r.filterPanicked(log)}
 	objectKey := key.Namespace + "/" + key.Name + "/" + string(obj.GetUID())
 	for _, h := range l.r.kind.Indexing {
 		l.index(log, h, subject, objectKey, eventType == causes.EventDeleted)
@@ -129,6 +131,7 @@ func (l *lowLevel) index(log logr.Logger, h *registry.IndexHandler, s *registry.
 	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
 	outcome := execution.Execute(hctx, &h.Handler, state, now, execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.Daemons.DefaultBackoff},
 		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, &c) })
+	countPanic(l.r.kindLabel, metrics.CallbackIndex, h.ID, outcome)
 	switch {
 	case outcome.Cancelled:
 		return
@@ -180,6 +183,7 @@ func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.
 	outcome := execution.Execute(hctx, &h.Handler, &execution.HandlerState{Active: true, Started: now}, now,
 		execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.Daemons.DefaultBackoff},
 		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, e) })
+	countPanic(l.r.kindLabel, metrics.CallbackEvent, h.ID, outcome)
 	if outcome.Err == nil && outcome.Result != nil {
 		if err := e.Patch.SetResult(h.ID, outcome.Result); err != nil {
 			log.Error(err, fmt.Sprintf("The result of %s cannot be stored.", h.Handler))

@@ -34,11 +34,17 @@ func (daemonMetrics) Stopping(host daemons.Host, h *daemons.Handler) {
 }
 
 func (daemonMetrics) Attempted(host daemons.Host, h *daemons.Handler, o execution.Outcome, took time.Duration) {
-	cause := metrics.CauseDaemon
+	cause, callback := metrics.CauseDaemon, metrics.CallbackDaemon
 	if h.Kind == daemons.KindTimer {
-		cause = metrics.CauseTimer
+		cause, callback = metrics.CauseTimer, metrics.CallbackTimer
 	}
 	metrics.Invoked(kindOf(host), h.ID, cause, string(execution.Classify(o)), took, !o.NotCalled)
+	countPanic(kindOf(host), callback, h.ID, o)
+}
+
+// DelayPanicked counts a panic of the initial delay's function.
+func (daemonMetrics) DelayPanicked(host daemons.Host, h *daemons.Handler) {
+	metrics.CallbackPanicked(kindOf(host), metrics.CallbackDelay, h.ID)
 }
 
 // Exited counts the exit under its stop reason; one that was not asked to

@@ -150,6 +150,7 @@ func (p *Prober) run(r *round, now time.Time) {
 		probe.Retries = 1 // one attempt per round
 		outcome := execution.Execute(hctx, &probe.Handler, st, now, execution.Defaults{Errors: execution.ErrorsPermanent},
 			func(ctx context.Context) (any, error) { return h.Fn(ctx, a) })
+		countActivityPanic(h, outcome)
 		switch {
 		case outcome.Err != nil && ctx.Err() != nil:
 			err = fmt.Errorf("probe '%s' failed: %w (%w)", h.ID, outcome.Err, context.Cause(ctx))

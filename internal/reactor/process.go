@@ -81,8 +81,9 @@ func (p *pipeline) changeSubject(c *cycle, reason causes.Reason, initial bool, d
 		Annotations: c.obj.GetAnnotations(),
 		Cause: &causes.Cause{Reason: reason, Body: c.body, Old: asAny(c.oldEssence), New: c.newEssence, Diff: d, Patch: c.patch,
 			Memo: c.mem.memo, Indices: p.settings.Indices},
-		Initial:  initial,
-		Deleting: c.obj.GetDeletionTimestamp() != nil,
+		Initial:        initial,
+		Deleting:       c.obj.GetDeletionTimestamp() != nil,
+		FilterPanicked: p.filterPanicked(c.log),
 	}
 }
 

@@ -2,12 +2,15 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/posting"
 )
@@ -56,6 +59,21 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if wait := r.throttler.wait(c, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	result, err := r.cycles.run(ctx, c, now)
+	result, err := r.runCycle(ctx, c, now)
 	return r.throttler.after(c, now, result, err)
+}
+
+// runCycle runs the pipeline; a storage's panic ends the cycle there
+// (storages.go), as an error that throttles the object, and the stack
+// goes into the log. Other panics are not the operator's callbacks': they
+// go on to controller-runtime, which recovers and counts them.
+func (r *reconciler) runCycle(ctx context.Context, c *cycle, now time.Time) (result reconcile.Result, err error) {
+	defer func() {
+		var sp *storagePanic
+		if errors.As(err, &sp) {
+			c.local.Error(err, fmt.Sprintf("The cycle has ended: %v", err), "stack", string(sp.p.Stack))
+		}
+	}()
+	defer contain.Unwound(&err)
+	return r.cycles.run(ctx, c, now)
 }

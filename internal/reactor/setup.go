@@ -138,9 +138,11 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	if err != nil {
 		return nil, fmt.Errorf("create a client: %w", err)
 	}
-	wrap := s.WrapClient
-	if wrap == nil {
-		wrap = func(c client.Client) client.Client { return c }
+	wrap := func(c client.Client) client.Client { return c }
+	if s.WrapClient != nil {
+		// The operator's wrapper is its code: its panics are contained.
+		clientLog := mgr.GetLogger().WithName("client")
+		wrap = func(c client.Client) client.Client { return wrapContained(s.WrapClient, c, clientLog) }
 	}
 	var own ownership = unshared{}
 	if s.Sharding.Ring != "" {
@@ -189,6 +191,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 // or makes new ones.
 func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor, own ownership, mems *memories) *reconciler {
 	label := metrics.Kind(objects.gvk)
+	s = guardStorages(s, label)
 	if mems == nil {
 		retrying, failed := metrics.Objects(label)
 		mems = newMemories(s.Memo, retrying, failed)

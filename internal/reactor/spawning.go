@@ -18,10 +18,11 @@ import (
 // spawnSubject is what daemon and timer filters look at: the object now.
 func (r daemonSync) spawnSubject(c *cycle) *registry.Subject {
 	return &registry.Subject{
-		Obj:         c.obj,
-		Labels:      c.obj.GetLabels(),
-		Annotations: c.obj.GetAnnotations(),
-		Cause:       &causes.Cause{Body: c.body, Patch: c.patch, Memo: c.mem.memo, Indices: r.settings.Indices},
+		Obj:            c.obj,
+		Labels:         c.obj.GetLabels(),
+		Annotations:    c.obj.GetAnnotations(),
+		Cause:          &causes.Cause{Body: c.body, Patch: c.patch, Memo: c.mem.memo, Indices: r.settings.Indices},
+		FilterPanicked: r.filterPanicked(c.log),
 	}
 }
 

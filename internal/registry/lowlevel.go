@@ -33,12 +33,13 @@ type IndexHandler struct {
 func (k *Kind) MatchEvents(s *Subject) []*EventHandler {
 	var out []*EventHandler
 	for _, h := range k.Watching {
-		if h.matchBody(s, h.ID) {
+		if h.matchBody(s, &h.Handler) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-// Matches reports whether the index handler's filters match the object now.
-func (h *IndexHandler) Matches(s *Subject) bool { return h.matchBody(s, h.ID) }
+// Matches reports whether the index handler's filters match the object now
+// (a panic in them: no).
+func (h *IndexHandler) Matches(s *Subject) bool { return h.matchBody(s, &h.Handler) }

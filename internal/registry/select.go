@@ -2,6 +2,8 @@ package registry
 
 import (
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/contain"
+	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/fields"
 )
 
@@ -16,24 +18,46 @@ type Subject struct {
 	Initial bool
 	// Deleting: the object is marked for deletion.
 	Deleting bool
+	// FilterPanicked hears of a handler whose filters panicked (When, or a
+	// function given to Labels, Annotations, Value, ValueBefore or
+	// ValueAfter): the handler does not match, and the engine logs and
+	// counts the panic. nil: the panic is a mismatch that nobody hears of.
+	FilterPanicked func(h *execution.Handler, p *contain.Panic)
+}
+
+// contained runs the filters of the handler: a panic in one of them is a
+// mismatch, told to FilterPanicked.
+func (s *Subject) contained(h *execution.Handler, match func() bool) bool {
+	matched, p := contain.Value(match)
+	if p != nil {
+		if s.FilterPanicked != nil {
+			s.FilterPanicked(h, p)
+		}
+		return false
+	}
+	return matched
 }
 
 // prematch applies the filters that do not depend on the cause's changes:
 // labels, annotations, the field's presence or value, and when.
 func (h *ChangeHandler) prematch(s *Subject) bool {
-	return MatchMeta(h.Labels, s.Labels) &&
-		MatchMeta(h.Annotations, s.Annotations) &&
-		h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
-		h.matchWhen(s)
+	return s.contained(&h.Handler, func() bool {
+		return MatchMeta(h.Labels, s.Labels) &&
+			MatchMeta(h.Annotations, s.Annotations) &&
+			h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
+			h.matchWhen(s)
+	})
 }
 
 // match adds the field's change, and the old/new filters, to prematch.
 func (h *ChangeHandler) match(s *Subject) bool {
-	return MatchMeta(h.Labels, s.Labels) &&
-		MatchMeta(h.Annotations, s.Annotations) &&
-		h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
-		h.matchFieldChange(s) &&
-		h.matchWhen(s)
+	return s.contained(&h.Handler, func() bool {
+		return MatchMeta(h.Labels, s.Labels) &&
+			MatchMeta(h.Annotations, s.Annotations) &&
+			h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
+			h.matchFieldChange(s) &&
+			h.matchWhen(s)
+	})
 }
 
 func (h *ChangeHandler) matchFieldChange(s *Subject) bool {

@@ -18,9 +18,14 @@ func (h *SpawnHandler) Daemon() daemons.Handler {
 	return daemons.Handler{Handler: h.Handler, Spec: h.Spec}
 }
 
-// matchBody applies the filters to the object as it is now (daemons,
-// timers, on-event and index handlers have no old and new state).
-func (f *Filters) matchBody(s *Subject, id string) bool {
+// matchBody applies the handler's filters to the object as it is now
+// (daemons, timers, on-event and index handlers have no old and new
+// state); a panic in them is a mismatch.
+func (f *Filters) matchBody(s *Subject, h *execution.Handler) bool {
+	return s.contained(h, func() bool { return f.matchBodyNow(s, h.ID) })
+}
+
+func (f *Filters) matchBodyNow(s *Subject, id string) bool {
 	if !MatchMeta(f.Labels, s.Labels) || !MatchMeta(f.Annotations, s.Annotations) {
 		return false
 	}
@@ -43,7 +48,7 @@ func (f *Filters) matchBody(s *Subject, id string) bool {
 func (k *Kind) MatchSpawning(s *Subject) []*SpawnHandler {
 	var out []*SpawnHandler
 	for _, h := range k.Spawning {
-		if h.matchBody(s, h.ID) {
+		if h.matchBody(s, &h.Handler) {
 			out = append(out, h)
 		}
 	}

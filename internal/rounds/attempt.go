@@ -20,17 +20,20 @@ func (rd *round) run(ctx context.Context, env Env, subject *registry.Subject, id
 		}
 	}
 	hs := rd.state.Handlers[id]
-	// The operator's stop waits for the handler, and names it while it does.
-	done := func() {}
+	// The operator's stop waits for the handler, and names it while it
+	// does; deferred, since a storage's panic in the handler's sub-handlers
+	// ends the whole cycle from within (contain.Unwind).
 	if env.Track != nil {
-		done = env.Track(fmt.Sprintf("%s of %s", h.Handler, env.Ref))
+		defer env.Track(fmt.Sprintf("%s of %s", h.Handler, env.Ref))()
 	}
 	started := env.Clock.Now()
 	outcome := invoke(ctx, env, subject, h, hs, now)
 	if env.Observe != nil {
 		env.Observe(id, string(subject.Cause.Reason), string(execution.Classify(outcome)), env.Clock.Since(started), !outcome.NotCalled)
 	}
-	done()
+	if outcome.Panic != nil && env.Panicked != nil {
+		env.Panicked(id)
+	}
 	if outcome.Cancelled {
 		return // the operator is stopping; the handler runs again after the restart
 	}

@@ -51,6 +51,10 @@ type Env struct {
 	// (execution.Classify), how long it took, and whether its function
 	// was called at all (metrics.InvokedOf); nil: nobody.
 	Observe func(id, cause, class string, took time.Duration, called bool)
+	// Panicked hears of each attempt in which a handler panicked (the
+	// panic is logged with its stack already), for the metrics; nil:
+	// nobody.
+	Panicked func(id string)
 	// Invalid hears of a handler's record that cannot be read: the
 	// handler then runs as if for the first time.
 	Invalid func(id string, err error)

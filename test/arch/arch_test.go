@@ -23,7 +23,9 @@ var layers = [][]string{
 	{"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/envtestbin", "internal/sharding", "internal/scopes", "internal/selfsigned",
 		"internal/jitter",
 		// The metrics' definitions import nothing of the project.
-		"internal/metrics"},
+		"internal/metrics",
+		// The containment of the operator's callbacks' panics.
+		"internal/contain"},
 	{"internal/diff", "internal/patch", "internal/hierarchies"},
 	{"internal/keys"},
 	{"internal/progress", "internal/diffbase", "internal/causes"},
@@ -43,7 +45,7 @@ var layers = [][]string{
 var pure = []string{
 	"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/diff", "internal/keys", "internal/patch", "internal/progress",
 	"internal/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/hierarchies", "internal/sharding", "internal/scopes", "internal/selfsigned",
-	"internal/rounds", "internal/jitter",
+	"internal/rounds", "internal/jitter", "internal/contain",
 }
 
 // controllerRuntimeAllowed are the only packages that may import
