@@ -133,13 +133,15 @@ func (o *outcomes) write(ctx context.Context, ns string) {
 	}
 }
 
-// Three replicas with managed webhooks behind a load balancer, rolled one
-// at a time (SIGTERM one, start its replacement, wait until it is ready)
-// while a writer creates an invalid object every 100 ms: every invalid
-// object is refused, throughout. After the last replicas stop (at once),
-// the non-persistent webhooks are gone and the persistent one stays.
+// Replicas with managed webhooks behind a load balancer, rolled one at a
+// time while a writer creates an invalid object every 100 ms: every
+// invalid object is refused, throughout. Three replicas are rolled as a
+// Deployment with maxUnavailable does (SIGTERM one, start its
+// replacement, wait until it is ready); one replica as with maxSurge (the
+// replacement is ready before the old one gets SIGTERM). After the last
+// replicas stop (at once), the non-persistent webhooks are gone and the
+// persistent one stays.
 func TestManagedWebhooksThroughARollingUpdate(t *testing.T) {
-	const name = "rolling.kopf.dev"
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "replica")
 	build := exec.Command("go", "build", "-o", binary, "./test/admission/replica")
@@ -147,6 +149,18 @@ func TestManagedWebhooksThroughARollingUpdate(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the replica: %v\n%s", err, out)
 	}
+	for _, tt := range []struct {
+		name     string
+		replicas int
+		surge    bool
+	}{{"three replicas, one down at a time", 3, false}, {"one replica, surging", 1, true}} {
+		t.Run(tt.name, func(t *testing.T) { rollingUpdate(t, binary, tt.replicas, tt.surge) })
+	}
+}
+
+func rollingUpdate(t *testing.T, binary string, count int, surge bool) {
+	const name = "rolling.kopf.dev"
+	dir := t.TempDir()
 	kubeconfig, err := kopftest.WriteKubeconfig(env, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +175,10 @@ func TestManagedWebhooksThroughARollingUpdate(t *testing.T) {
 	f := &fleet{t: t, binary: binary, kubeconfig: kubeconfig, lb: lb, env: []string{
 		"POD_NAMESPACE=" + leases, "REPLICA_MANAGED=" + name, "REPLICA_CA_FILE=" + caFile, "REPLICA_URL=https://" + lb.addr()}}
 
-	replicas := []*process{f.start(), f.start(), f.start()}
+	var replicas []*process
+	for range count {
+		replicas = append(replicas, f.start())
+	}
 	waitForWebhooks(t, name, []string{"refuse-frozen." + name, "refuse-invalid." + name}, []string{"stamp." + name})
 	kopftest.Eventually(t, "the API server calls the webhooks", 30*time.Second, func() bool {
 		err := k8s.Create(context.Background(), kex(objects, "probe", nil, map[string]any{"field": "invalid"}), client.DryRunAll)
@@ -177,8 +194,13 @@ func TestManagedWebhooksThroughARollingUpdate(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopWriting(); <-written })
 	for i, old := range replicas {
-		f.stop(old)
-		replicas[i] = f.start()
+		if surge {
+			replicas[i] = f.start()
+			f.stop(old)
+		} else {
+			f.stop(old)
+			replicas[i] = f.start()
+		}
 		// The writer's objects are refused by the handlers after each
 		// step: the webhooks work, not merely fail.
 		after := o.refusals()
