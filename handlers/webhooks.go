@@ -39,6 +39,11 @@ type WebhookOptions struct {
 	// service account's). Outside a cluster there is none, and the process
 	// writes the configurations alone, as one process in development.
 	LeaseNamespace string
+	// Annotations are applied on both Managed configurations, as the
+	// operator's own fields: e.g. cert-manager's
+	// "cert-manager.io/inject-ca-from", to have its cainjector inject the
+	// CA bundle (then leave ClientConfig.CABundle empty).
+	Annotations map[string]string
 	// ClientConfig is how the API server reaches the webhook server's root:
 	// a URL ("https://host:9443") or a service reference, plus the CA bundle
 	// of the server's certificate. Path and the handler id are appended.
@@ -100,7 +105,7 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 	}
 	started := ws.StartedChecker()
 	managed := &admission.Managed{
-		Config:    admission.Config{Name: opts.Managed, ClientConfig: opts.ClientConfig, Path: path},
+		Config:    admission.Config{Name: opts.Managed, ClientConfig: opts.ClientConfig, Path: path, Annotations: opts.Annotations},
 		Registry:  served,
 		Clientset: clientset,
 		Mapper:    mgr.GetRESTMapper(),

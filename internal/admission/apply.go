@@ -3,6 +3,7 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,6 +34,10 @@ func (c Config) ApplyConfigurations(reg *Registry, resources Resources, persiste
 	a := Applied{
 		Validating: acv1.ValidatingWebhookConfiguration(c.Name),
 		Mutating:   acv1.MutatingWebhookConfiguration(c.Name),
+	}
+	if len(c.Annotations) > 0 {
+		a.Validating.WithAnnotations(c.Annotations)
+		a.Mutating.WithAnnotations(c.Annotations)
 	}
 	// The typed webhooks' JSON holds only the fields set: every optional
 	// field of theirs omits its zero, as an apply configuration must.
@@ -70,20 +75,32 @@ type Plan struct {
 	// them, differ from what it applies: missing (never applied, deleted,
 	// or taken over by another manager) or changed.
 	Drifted []string
+	// Annotations: the annotations FieldManager owns differ from those it
+	// applies.
+	Annotations bool
 	// Absent: the configuration does not exist.
 	Absent bool
 }
 
 // Apply reports whether the configuration must be applied.
-func (p Plan) Apply() bool { return p.Absent || len(p.Stale) > 0 || len(p.Drifted) > 0 }
+func (p Plan) Apply() bool {
+	return p.Absent || p.Annotations || len(p.Stale) > 0 || len(p.Drifted) > 0
+}
 
-// PlanOf compares the webhooks that FieldManager owns in a configuration
-// (extracted from its managed fields; nil if the configuration is absent)
-// with those it applies, each a list of webhooks as JSON objects. The
-// order of the webhooks does not matter: the list is a map by name.
-func PlanOf(owned, applied []map[string]any, absent bool) Plan {
-	have, want := byName(owned), byName(applied)
-	p := Plan{Absent: absent}
+// Content is what a configuration holds of what the operator applies:
+// its webhooks, as JSON objects, and its annotations.
+type Content struct {
+	Webhooks    []map[string]any  `json:"webhooks"`
+	Annotations map[string]string `json:"-"`
+}
+
+// PlanOf compares what FieldManager owns of a configuration (extracted
+// from its managed fields; the zero Content if the configuration is
+// absent) with what it applies. The order of the webhooks does not
+// matter: the list is a map by name.
+func PlanOf(owned, applied Content, absent bool) Plan {
+	have, want := byName(owned.Webhooks), byName(applied.Webhooks)
+	p := Plan{Absent: absent, Annotations: !maps.Equal(owned.Annotations, applied.Annotations)}
 	for name := range have {
 		if _, ok := want[name]; !ok {
 			p.Stale = append(p.Stale, name)
@@ -113,40 +130,47 @@ func byName(webhooks []map[string]any) map[string]string {
 	return out
 }
 
-// Webhooks returns the webhooks of an (apply) configuration as JSON
-// objects.
-func Webhooks(config any) ([]map[string]any, error) {
+// ContentOf returns what an (apply) configuration holds of what the
+// operator applies.
+func ContentOf(config any) (Content, error) {
 	data, err := json.Marshal(config)
 	if err != nil {
-		return nil, fmt.Errorf("encode the configuration: %w", err)
+		return Content{}, fmt.Errorf("encode the configuration: %w", err)
 	}
 	var decoded struct {
-		Webhooks []map[string]any `json:"webhooks"`
+		Content
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(data, &decoded); err != nil {
-		return nil, fmt.Errorf("decode the configuration: %w", err)
+		return Content{}, fmt.Errorf("decode the configuration: %w", err)
 	}
-	return decoded.Webhooks, nil
+	c := decoded.Content
+	if len(decoded.Metadata.Annotations) > 0 {
+		c.Annotations = decoded.Metadata.Annotations
+	}
+	return c, nil
 }
 
 // ownedValidating is what FieldManager owns of a validating configuration
 // as read.
-func ownedValidating(live *admissionregistrationv1.ValidatingWebhookConfiguration) ([]map[string]any, error) {
+func ownedValidating(live *admissionregistrationv1.ValidatingWebhookConfiguration) (Content, error) {
 	ac, err := acv1.ExtractValidatingWebhookConfiguration(live, FieldManager)
 	if err != nil {
-		return nil, fmt.Errorf("read the fields of %s in %s: %w", FieldManager, live.Name, err)
+		return Content{}, fmt.Errorf("read the fields of %s in %s: %w", FieldManager, live.Name, err)
 	}
-	return Webhooks(ac)
+	return ContentOf(ac)
 }
 
 // ownedMutating is what FieldManager owns of a mutating configuration as
 // read.
-func ownedMutating(live *admissionregistrationv1.MutatingWebhookConfiguration) ([]map[string]any, error) {
+func ownedMutating(live *admissionregistrationv1.MutatingWebhookConfiguration) (Content, error) {
 	ac, err := acv1.ExtractMutatingWebhookConfiguration(live, FieldManager)
 	if err != nil {
-		return nil, fmt.Errorf("read the fields of %s in %s: %w", FieldManager, live.Name, err)
+		return Content{}, fmt.Errorf("read the fields of %s in %s: %w", FieldManager, live.Name, err)
 	}
-	return Webhooks(ac)
+	return ContentOf(ac)
 }
 
 // deletion is the strategic merge patch that deletes webhooks whole, by

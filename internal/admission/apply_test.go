@@ -64,26 +64,30 @@ func TestApplyConfigurations(t *testing.T) {
 		persistentOnly bool
 		validating     string
 		mutating       string
+		annotations    map[string]string
 	}{
 		{"a URL and no CA bundle", url, knownKex, false,
 			`[{"name": "plain.auto.kopf.dev", "clientConfig": {"url": "https://host/plain"}, ` + rules + `, ` + common + `},
 			  {"name": "keep.auto.kopf.dev", "clientConfig": {"url": "https://host/keep"}, ` + rules + `, ` + keepSelector + `, ` + common + `}]`,
-			`[{"name": "mutate.auto.kopf.dev", "clientConfig": {"url": "https://host/mutate"}, ` + rules + `, ` + common + `}]`},
+			`[{"name": "mutate.auto.kopf.dev", "clientConfig": {"url": "https://host/mutate"}, ` + rules + `, ` + common + `}]`, nil},
 		{"a service and a CA bundle", service, knownKex, false,
 			`[{"name": "plain.auto.kopf.dev", "clientConfig": {"service": {"namespace": "operators", "name": "op", "path": "/plain"}, "caBundle": "Q0E="}, ` + rules + `, ` + common + `},
 			  {"name": "keep.auto.kopf.dev", "clientConfig": {"service": {"namespace": "operators", "name": "op", "path": "/keep"}, "caBundle": "Q0E="}, ` + rules + `, ` + keepSelector + `, ` + common + `}]`,
-			`[{"name": "mutate.auto.kopf.dev", "clientConfig": {"service": {"namespace": "operators", "name": "op", "path": "/mutate"}, "caBundle": "Q0E="}, ` + rules + `, ` + common + `}]`},
+			`[{"name": "mutate.auto.kopf.dev", "clientConfig": {"service": {"namespace": "operators", "name": "op", "path": "/mutate"}, "caBundle": "Q0E="}, ` + rules + `, ` + common + `}]`, nil},
 		{"a kind not served yet", url, unknown, false,
 			`[{"name": "plain.auto.kopf.dev", "clientConfig": {"url": "https://host/plain"}, ` + common + `},
 			  {"name": "keep.auto.kopf.dev", "clientConfig": {"url": "https://host/keep"}, ` + keepSelector + `, ` + common + `}]`,
-			`[{"name": "mutate.auto.kopf.dev", "clientConfig": {"url": "https://host/mutate"}, ` + common + `}]`},
+			`[{"name": "mutate.auto.kopf.dev", "clientConfig": {"url": "https://host/mutate"}, ` + common + `}]`, nil},
 		{"cleaning up", url, knownKex, true,
 			`[{"name": "keep.auto.kopf.dev", "clientConfig": {"url": "https://host/keep"}, ` + rules + `, ` + keepSelector + `, ` + common + `}]`,
-			``},
+			``, nil},
+		{"annotations", url, knownKex, true,
+			`[{"name": "keep.auto.kopf.dev", "clientConfig": {"url": "https://host/keep"}, ` + rules + `, ` + keepSelector + `, ` + common + `}]`,
+			``, map[string]string{"cert-manager.io/inject-ca-from": "operators/serving"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			config := Config{Name: "auto.kopf.dev", ClientConfig: tt.client}
+			config := Config{Name: "auto.kopf.dev", ClientConfig: tt.client, Annotations: tt.annotations}
 			a, err := config.ApplyConfigurations(reg, tt.resources, tt.persistentOnly)
 			if err != nil {
 				t.Fatal(err)
@@ -95,7 +99,11 @@ func TestApplyConfigurations(t *testing.T) {
 				{"ValidatingWebhookConfiguration", tt.validating, a.Validating},
 				{"MutatingWebhookConfiguration", tt.mutating, a.Mutating},
 			} {
-				want := `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "` + c.kind + `", "metadata": {"name": "auto.kopf.dev"}`
+				metadata := `{"name": "auto.kopf.dev"}`
+				if tt.annotations != nil {
+					metadata = `{"name": "auto.kopf.dev", "annotations": {"cert-manager.io/inject-ca-from": "operators/serving"}}`
+				}
+				want := `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "` + c.kind + `", "metadata": ` + metadata
 				if c.webhooks != "" {
 					want += `, "webhooks": ` + c.webhooks
 				}
@@ -120,24 +128,31 @@ func TestPlanOf(t *testing.T) {
 		return out
 	}
 	a, b := w("a.x.dev", "https://a"), w("b.x.dev", "https://b")
+	type hooks = []map[string]any
 	tests := []struct {
 		name           string
-		owned, applied []map[string]any
+		owned, applied Content
 		absent         bool
 		want           Plan
 		apply          bool
 	}{
-		{"absent", nil, []map[string]any{a}, true, Plan{Absent: true, Drifted: []string{"a.x.dev"}}, true},
-		{"absent and nothing to apply", nil, nil, true, Plan{Absent: true}, true},
-		{"as applied", []map[string]any{a, b}, []map[string]any{a, b}, false, Plan{}, false},
-		{"in another order", []map[string]any{b, a}, []map[string]any{a, b}, false, Plan{}, false},
-		{"a value edited", []map[string]any{w("a.x.dev", "https://elsewhere"), b}, []map[string]any{a, b}, false,
+		{"absent", Content{}, Content{Webhooks: hooks{a}}, true, Plan{Absent: true, Drifted: []string{"a.x.dev"}}, true},
+		{"absent and nothing to apply", Content{}, Content{}, true, Plan{Absent: true}, true},
+		{"as applied", Content{Webhooks: hooks{a, b}}, Content{Webhooks: hooks{a, b}}, false, Plan{}, false},
+		{"in another order", Content{Webhooks: hooks{b, a}}, Content{Webhooks: hooks{a, b}}, false, Plan{}, false},
+		{"a value edited", Content{Webhooks: hooks{w("a.x.dev", "https://elsewhere"), b}}, Content{Webhooks: hooks{a, b}}, false,
 			Plan{Drifted: []string{"a.x.dev"}}, true},
-		{"a field taken over by another manager", []map[string]any{a, w("b.x.dev", "https://b")},
-			[]map[string]any{a, w("b.x.dev", "https://b", `"failurePolicy": "Fail"`)}, false, Plan{Drifted: []string{"b.x.dev"}}, true},
-		{"a webhook deleted", []map[string]any{a}, []map[string]any{a, b}, false, Plan{Drifted: []string{"b.x.dev"}}, true},
-		{"a webhook no longer applied", []map[string]any{a, b}, []map[string]any{a}, false, Plan{Stale: []string{"b.x.dev"}}, true},
-		{"nothing owned any more", nil, []map[string]any{a}, false, Plan{Drifted: []string{"a.x.dev"}}, true},
+		{"a field taken over by another manager", Content{Webhooks: hooks{a, w("b.x.dev", "https://b")}},
+			Content{Webhooks: hooks{a, w("b.x.dev", "https://b", `"failurePolicy": "Fail"`)}}, false, Plan{Drifted: []string{"b.x.dev"}}, true},
+		{"a webhook deleted", Content{Webhooks: hooks{a}}, Content{Webhooks: hooks{a, b}}, false, Plan{Drifted: []string{"b.x.dev"}}, true},
+		{"a webhook no longer applied", Content{Webhooks: hooks{a, b}}, Content{Webhooks: hooks{a}}, false, Plan{Stale: []string{"b.x.dev"}}, true},
+		{"nothing owned any more", Content{}, Content{Webhooks: hooks{a}}, false, Plan{Drifted: []string{"a.x.dev"}}, true},
+		{"annotations as applied", Content{Webhooks: hooks{a}, Annotations: map[string]string{"k": "v"}},
+			Content{Webhooks: hooks{a}, Annotations: map[string]string{"k": "v"}}, false, Plan{}, false},
+		{"an annotation removed", Content{Webhooks: hooks{a}}, Content{Webhooks: hooks{a}, Annotations: map[string]string{"k": "v"}}, false,
+			Plan{Annotations: true}, true},
+		{"an annotation no longer applied", Content{Webhooks: hooks{a}, Annotations: map[string]string{"k": "v"}}, Content{Webhooks: hooks{a}}, false,
+			Plan{Annotations: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +199,7 @@ func TestOwnedWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []map[string]any{{"name": "a.x.dev", "clientConfig": map[string]any{"url": "https://a"}}}
+	want := Content{Webhooks: []map[string]any{{"name": "a.x.dev", "clientConfig": map[string]any{"url": "https://a"}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ownedValidating() -want +got:\n%s", diff)
 	}

@@ -177,7 +177,7 @@ func (m *Managed) sync(ctx context.Context, why cause) (complete bool, err error
 	api := m.Clientset.AdmissionregistrationV1()
 	validating := func() error {
 		live, err := api.ValidatingWebhookConfigurations().Get(ctx, m.Config.Name, metav1.GetOptions{})
-		var owned []map[string]any
+		var owned Content
 		if err == nil {
 			owned, err = ownedValidating(live)
 		}
@@ -194,7 +194,7 @@ func (m *Managed) sync(ctx context.Context, why cause) (complete bool, err error
 	}
 	mutating := func() error {
 		live, err := api.MutatingWebhookConfigurations().Get(ctx, m.Config.Name, metav1.GetOptions{})
-		var owned []map[string]any
+		var owned Content
 		if err == nil {
 			owned, err = ownedMutating(live)
 		}
@@ -219,13 +219,13 @@ func (m *Managed) sync(ctx context.Context, why cause) (complete bool, err error
 // carry out the plan for one configuration, as read (owned, or readErr):
 // delete the stale webhooks whole, then apply. A drift seen by watching
 // is someone else's change, and logged.
-func (m *Managed) carry(ctx context.Context, kind string, owned []map[string]any, readErr error, applied any, drift bool,
+func (m *Managed) carry(ctx context.Context, kind string, owned Content, readErr error, applied any, drift bool,
 	remove func([]byte) error, apply func() error) error {
 	absent := apierrors.IsNotFound(readErr)
 	if readErr != nil && !absent {
 		return fmt.Errorf("read the %s %s: %w", kind, m.Config.Name, readErr)
 	}
-	want, err := Webhooks(applied)
+	want, err := ContentOf(applied)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (m *Managed) carry(ctx context.Context, kind string, owned []map[string]any
 	}
 	if drift {
 		m.Logger.Info("The webhook configuration differs from the handlers' webhooks; applying it again.",
-			"kind", kind, "name", m.Config.Name, "absent", plan.Absent, "changed", plan.Drifted, "stale", plan.Stale)
+			"kind", kind, "name", m.Config.Name, "absent", plan.Absent, "changed", plan.Drifted, "stale", plan.Stale, "annotations", plan.Annotations)
 	}
 	if len(plan.Stale) > 0 && !absent {
 		patch, err := deletion(plan.Stale)

@@ -32,10 +32,10 @@ func named(format []string, name string) []string {
 	return out
 }
 
-// inject writes a caBundle into every webhook of both configurations as
+// injectCA writes a caBundle into every webhook of both configurations as
 // cert-manager's cainjector does: with an update (its default), or with a
 // forced apply of its own (its ServerSideApply feature).
-func inject(t *testing.T, name string, ca []byte, byApply bool) {
+func injectCA(t *testing.T, name string, ca []byte, byApply bool) {
 	t.Helper()
 	ctx := context.Background()
 	v, m := configurations(t, name)
@@ -137,13 +137,17 @@ func TestManagedKeepsAnInjectedCABundle(t *testing.T) {
 			kopftest.NoLeaks(t)
 			const name = "cabundle.kopf.dev"
 			deleteConfigurations(t, name)
-			r := startReplica(t, "operator", cfg, managedTestRegistry(), handlers.WebhookOptions{Managed: name})
+			inject := map[string]string{"cert-manager.io/inject-ca-from": "operators/serving"}
+			r := startReplica(t, "operator", cfg, managedTestRegistry(), handlers.WebhookOptions{Managed: name, Annotations: inject})
 			waitForWebhooks(t, name, named(allValidating, name), named(allMutating, name))
+			if v, m := configurations(t, name); !cmp.Equal(v.Annotations, inject) || !cmp.Equal(m.Annotations, inject) {
+				t.Errorf("the annotations are %v and %v, want %v", v.Annotations, m.Annotations, inject)
+			}
 			if got := caBundles(t, name); !cmp.Equal(got, map[string]string{"kept." + name: "", "plain." + name: "", "mutated." + name: ""}) {
 				t.Fatalf("the operator applied CA bundles: %v", got)
 			}
 
-			inject(t, name, []byte("the CA"), tt.byApply)
+			injectCA(t, name, []byte("the CA"), tt.byApply)
 			editTimeout(t, name, "plain."+name, 5)
 			kopftest.Eventually(t, "the hand edit reverted", 30*time.Second, func() bool { return timeout(t, name, "plain."+name) == 30 })
 			want := map[string]string{"kept." + name: "the CA", "plain." + name: "the CA", "mutated." + name: "the CA"}
@@ -165,15 +169,16 @@ func TestManagedKeepsAnInjectedCABundle(t *testing.T) {
 }
 
 // Whatever someone else changes of what the operator applies is applied
-// again: a field edited by hand, a webhook deleted by hand, the whole
-// configuration deleted. What the operator does not apply (a
+// again: a field edited by hand, a webhook deleted by hand, an annotation
+// removed, the whole configuration deleted. What the operator does not apply (a
 // namespaceSelector added by hand) is left alone.
 func TestManagedRepairsDrift(t *testing.T) {
 	kopftest.NoLeaks(t)
 	const name = "drift.kopf.dev"
 	ctx := context.Background()
 	deleteConfigurations(t, name)
-	r := startReplica(t, "operator", cfg, managedTestRegistry(), handlers.WebhookOptions{Managed: name})
+	r := startReplica(t, "operator", cfg, managedTestRegistry(), handlers.WebhookOptions{Managed: name,
+		Annotations: map[string]string{"example.com/managed-by": "kopf-go"}})
 	validating, mutating := named(allValidating, name), named(allMutating, name)
 	waitForWebhooks(t, name, validating, mutating)
 
@@ -207,6 +212,17 @@ func TestManagedRepairsDrift(t *testing.T) {
 	}
 	waitForWebhooks(t, name, validating, mutating)
 
+	// The annotation removed by hand.
+	_, m = configurations(t, name)
+	m.Annotations = nil
+	if err := k8s.Update(ctx, m, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	kopftest.Eventually(t, "the annotation back", 30*time.Second, func() bool {
+		_, m := configurations(t, name)
+		return m.Annotations["example.com/managed-by"] == "kopf-go"
+	})
+
 	// The configuration deleted.
 	v, _ = configurations(t, name)
 	if err := k8s.Delete(ctx, v); err != nil {
@@ -217,8 +233,8 @@ func TestManagedRepairsDrift(t *testing.T) {
 		return again != nil && again.UID != v.UID && len(again.Webhooks) == 2
 	})
 
-	if got := len(r.logs.with("differs from the handlers' webhooks")); got < 3 {
-		t.Errorf("%d drifts were logged, want one per change at least (3)", got)
+	if got := len(r.logs.with("differs from the handlers' webhooks")); got < 4 {
+		t.Errorf("%d drifts were logged, want one per change at least (4)", got)
 	}
 	if errs := r.logs.errors(); len(errs) > 0 {
 		t.Errorf("errors were logged: %q", errs)
