@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -134,8 +135,8 @@ func (m *Managed) runReplicated(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !m.join(ctx, p) {
-		return nil
+	if joined, err := m.join(ctx, p); !joined {
+		return err
 	}
 	renewing, stopRenewing := context.WithCancel(ctx)
 	renewed := make(chan struct{})
@@ -151,8 +152,12 @@ func (m *Managed) runReplicated(ctx context.Context) error {
 	}
 	for ctx.Err() == nil {
 		if err := m.campaign(ctx, p, stop); err != nil {
+			// This replica stops serving: it says so, and leaves the
+			// webhooks to the others.
 			stop()
-			return err
+			dropping, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+			defer cancel()
+			return errors.Join(err, p.drop(dropping))
 		}
 	}
 	stop()
@@ -179,22 +184,25 @@ func (m *Managed) newPresence() (*presence, error) {
 }
 
 // join writes the presence Lease, retrying until it succeeds (true) or ctx
-// ends (false).
-func (m *Managed) join(ctx context.Context, p *presence) bool {
+// ends (false). A refusal by the RBAC is an error: without the Leases'
+// Role, the replica would never be ready.
+func (m *Managed) join(ctx context.Context, p *presence) (bool, error) {
 	for {
 		err := p.write(ctx)
-		if err == nil {
+		switch {
+		case err == nil:
 			m.serving.Store(true)
 			m.Logger.Info("This replica serves the webhooks; its presence Lease is written.",
 				"name", m.Config.Name, "namespace", m.Namespace, "lease", p.name)
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
+			return true, nil
+		case apierrors.IsForbidden(err):
+			return false, fmt.Errorf("serve the webhooks %s among replicas (the Leases' RBAC: config/rbac/webhooks.yaml): %w", m.Config.Name, err)
+		case ctx.Err() != nil:
+			return false, nil
 		}
 		m.Logger.Error(err, "Could not write the presence Lease; trying again.", "namespace", m.Namespace, "lease", p.name)
 		if !sleep(ctx, PresenceRenewal/5) {
-			return false
+			return false, nil
 		}
 	}
 }

@@ -83,20 +83,23 @@ func TestManagedReplicas(t *testing.T) {
 // each verb is needed as the file says: without create, the apply that
 // creates a configuration is refused, although create is narrowed by
 // resourceNames (an apply names its object; a plain create does not, so
-// that create by name does not allow it).
+// that create by name does not allow it); without the Leases' Role, the
+// replica stops at once with the refusal, rather than never be ready.
 func TestManagedWithTheDocumentedRBAC(t *testing.T) {
 	const name = "auto.kopf.dev" // as in the file
 	for _, tt := range []struct {
 		name    string
 		without string // a verb taken out of the ClusterRole
-	}{{"as documented", ""}, {"without create", "create"}} {
+	}{{"as documented", ""}, {"without create", "create"}, {"without the Leases' Role", "Role"}} {
 		t.Run(tt.name, func(t *testing.T) {
 			kopftest.NoLeaks(t)
 			ns := namespace(t)
 			deleteConfigurations(t, name)
 			clusterRole, role := webhookRBAC(t)
 			clusterRole.Name += "-" + ns
-			if tt.without != "" {
+			if tt.without == "Role" {
+				role.Rules = nil
+			} else if tt.without != "" {
 				verbs := clusterRole.Rules[0].Verbs
 				clusterRole.Rules[0].Verbs = slices.DeleteFunc(slices.Clone(verbs), func(v string) bool { return v == tt.without })
 			}
@@ -110,8 +113,12 @@ func TestManagedWithTheDocumentedRBAC(t *testing.T) {
 				case <-time.After(60 * time.Second):
 					t.Fatal("the operator did not stop on its own")
 				}
-				if !apierrors.IsForbidden(r.err) || !strings.Contains(r.err.Error(), "cannot create") {
-					t.Errorf("the operator returned %v, want forbidden to create", r.err)
+				want := "cannot create resource \"validatingwebhookconfigurations\""
+				if tt.without == "Role" {
+					want = "cannot create resource \"leases\""
+				}
+				if !apierrors.IsForbidden(r.err) || !strings.Contains(r.err.Error(), want) {
+					t.Errorf("the operator returned %v, want forbidden: %s", r.err, want)
 				}
 				r.err = nil // seen: the cleanup's stop does not report it again
 				return

@@ -159,6 +159,7 @@ func TestManagedWebhooksThroughARollingUpdate(t *testing.T) {
 }
 
 func rollingUpdate(t *testing.T, binary string, count int, surge bool) {
+	kopftest.NoLeaks(t)
 	const name = "rolling.kopf.dev"
 	dir := t.TempDir()
 	kubeconfig, err := kopftest.WriteKubeconfig(env, dir)
