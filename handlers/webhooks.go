@@ -1,19 +1,23 @@
 package handlers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/peering"
 )
 
 // WebhookOptions configure the serving of webhook handlers.
@@ -24,9 +28,22 @@ type WebhookOptions struct {
 	// Managed, if set, names the ValidatingWebhookConfiguration and
 	// MutatingWebhookConfiguration that the operator keeps in line with its
 	// handlers (Kopf's settings.admission.managed, e.g. "auto.kopf.dev"):
-	// one webhook per handler, named "<id>.<Managed>"; when the operator
-	// exits, only the Persistent handlers' webhooks stay.
+	// one webhook per handler, named "<id>.<Managed>", applied with
+	// server-side apply by one elected replica and applied again when
+	// someone changes them; when the last replica that serves them exits,
+	// only the Persistent handlers' webhooks stay (docs/admission.md).
 	Managed string
+	// LeaseNamespace holds the Leases by which the replicas that serve
+	// Managed webhooks elect their writer and tell that they serve.
+	// Default: the namespace the replica runs in ($POD_NAMESPACE, else its
+	// service account's). Outside a cluster there is none, and the process
+	// writes the configurations alone, as one process in development.
+	LeaseNamespace string
+	// Annotations are applied on both Managed configurations, as the
+	// operator's own fields: e.g. cert-manager's
+	// "cert-manager.io/inject-ca-from", to have its cainjector inject the
+	// CA bundle (then leave ClientConfig.CABundle empty).
+	Annotations map[string]string
 	// ClientConfig is how the API server reaches the webhook server's root:
 	// a URL ("https://host:9443") or a service reference, plus the CA bundle
 	// of the server's certificate. Path and the handler id are appended.
@@ -82,21 +99,40 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 		return nil
 	}
 	opts.ClientConfig = dev.clientConfig(opts.ClientConfig)
-	// Writes go straight to the API server, with client-go's scheme (which
-	// knows the webhook configurations whatever the manager's scheme).
-	writer, err := client.New(mgr.GetConfig(), client.Options{HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("create a client: %w", err)
 	}
 	started := ws.StartedChecker()
-	return mgr.Add(&admission.Managed{
-		Config:   admission.Config{Name: opts.Managed, ClientConfig: opts.ClientConfig, Path: path},
-		Registry: served,
-		Client:   writer,
-		Mapper:   mgr.GetRESTMapper(),
-		Ready:    func() error { return started(nil) },
-		Logger:   log,
-	})
+	managed := &admission.Managed{
+		Config:    admission.Config{Name: opts.Managed, ClientConfig: opts.ClientConfig, Path: path, Annotations: opts.Annotations},
+		Registry:  served,
+		Clientset: clientset,
+		Mapper:    mgr.GetRESTMapper(),
+		Ready:     func() error { return started(nil) },
+		Namespace: cmp.Or(opts.LeaseNamespace, podNamespace()),
+		Identity:  peering.Identity(false, time.Now()),
+		Logger:    log,
+	}
+	if err := mgr.AddReadyzCheck("webhooks-"+opts.Managed, func(*http.Request) error { return managed.Serving() }); err != nil {
+		return fmt.Errorf("add the readiness check of the webhooks: %w", err)
+	}
+	return mgr.Add(managed)
+}
+
+// serviceAccountNamespace is where a pod finds the namespace it runs in.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is the namespace the replica runs in, as the ring finds
+// it: $POD_NAMESPACE, else its service account's; "" outside a cluster.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if data, err := os.ReadFile(serviceAccountNamespace); err == nil {
+		return strings.TrimSpace(string(data))
+	}
+	return ""
 }
 
 // servedWebhooks checks the webhook registration and returns a copy of

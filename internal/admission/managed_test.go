@@ -15,11 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // flakyMapper knows the example kind only after a few lookups, like a
@@ -53,15 +53,17 @@ func managedRegistry() *Registry {
 	return reg
 }
 
-// names returns the webhooks' names and whether they have rules.
-func names(t *testing.T, c client.Client) (validating, mutating []string) {
+// names returns the webhooks' names, each with " (no rules)" if it has
+// none; nil if the configurations are absent.
+func names(t *testing.T, c *fake.Clientset) (validating, mutating []string) {
 	t.Helper()
-	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "auto.kopf.dev"}, v); err != nil {
+	ctx := context.Background()
+	v, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "auto.kopf.dev", metav1.GetOptions{})
+	if err != nil {
 		return nil, nil
 	}
-	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "auto.kopf.dev"}, m); err != nil {
+	m, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "auto.kopf.dev", metav1.GetOptions{})
+	if err != nil {
 		return nil, nil
 	}
 	for _, w := range v.Webhooks {
@@ -94,7 +96,7 @@ func run(m *Managed) func() error {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -103,25 +105,33 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestManagedConfigurations(t *testing.T) {
+func managed(c *fake.Clientset, mapper meta.RESTMapper) *Managed {
+	return &Managed{
+		Config:    Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
+		Registry:  managedRegistry(),
+		Clientset: c, Mapper: mapper, Logger: logr.Discard(),
+	}
+}
+
+// One process alone (no namespace for Leases): it writes the webhooks once
+// the server is ready, keeps what else the configuration has, and leaves
+// the persistent webhooks when it stops.
+func TestManagedAlone(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	// A configuration that exists already keeps what is not its webhooks.
 	existing := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "auto.kopf.dev", Labels: map[string]string{"mine": "yes"}},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "stale.auto.kopf.dev",
-			SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"}}},
 	}
-	c := fake.NewClientBuilder().WithObjects(existing).Build()
+	c := fake.NewClientset(existing)
+	m := managed(c, kexMapper(0))
 	var readyCalls atomic.Int32
-	m := &Managed{
-		Config:   Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
-		Registry: managedRegistry(), Client: c, Mapper: kexMapper(0), Logger: logr.Discard(),
-		Ready: func() error {
-			if readyCalls.Add(1) < 3 {
-				return errors.New("not yet")
-			}
-			return nil
-		},
+	m.Ready = func() error {
+		if readyCalls.Add(1) < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}
+	if m.Serving() == nil {
+		t.Errorf("Serving() before the start = nil, want an error")
 	}
 	stop := run(m)
 	eventually(t, "the webhooks", func() bool {
@@ -130,6 +140,9 @@ func TestManagedConfigurations(t *testing.T) {
 	})
 	if readyCalls.Load() < 3 {
 		t.Errorf("the configurations were written before the server was ready")
+	}
+	if err := m.Serving(); err != nil {
+		t.Errorf("Serving() = %v once written, want nil", err)
 	}
 	v, mu := names(t, c)
 	if diff := cmp.Diff([]string{"plain.auto.kopf.dev", "keep.auto.kopf.dev"}, v); diff != "" {
@@ -148,19 +161,17 @@ func TestManagedConfigurations(t *testing.T) {
 	if len(mu) != 0 {
 		t.Errorf("mutating after exit = %v, want none", mu)
 	}
-	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "auto.kopf.dev"}, got); err != nil || got.Labels["mine"] != "yes" {
+	got, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "auto.kopf.dev", metav1.GetOptions{})
+	if err != nil || got.Labels["mine"] != "yes" {
 		t.Errorf("labels = %v (%v), want the existing ones kept", got.Labels, err)
 	}
 }
 
 func TestManagedWaitsForUnknownKinds(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	c := fake.NewClientBuilder().Build()
-	m := &Managed{
-		Config:   Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
-		Registry: managedRegistry(), Client: c, Mapper: kexMapper(3), Logger: logr.Discard(), RetryInterval: 10 * time.Millisecond,
-	}
+	c := fake.NewClientset()
+	m := managed(c, kexMapper(3))
+	m.RetryInterval = 10 * time.Millisecond
 	stop := run(m)
 	defer func() {
 		if err := stop(); err != nil {
@@ -175,16 +186,11 @@ func TestManagedWaitsForUnknownKinds(t *testing.T) {
 
 func TestManagedFailsWhenForbidden(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
-			return apierrors.NewForbidden(schema.GroupResource{Resource: "validatingwebhookconfigurations"}, obj.GetName(), errors.New("no"))
-		},
-	}).Build()
-	m := &Managed{
-		Config:   Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
-		Registry: managedRegistry(), Client: c, Mapper: kexMapper(0), Logger: logr.Discard(),
-	}
-	err := m.Start(context.Background())
+	c := fake.NewClientset()
+	c.PrependReactor("patch", "validatingwebhookconfigurations", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "validatingwebhookconfigurations"}, "auto.kopf.dev", errors.New("no"))
+	})
+	err := managed(c, kexMapper(0)).Start(context.Background())
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("Start() = %v, want forbidden", err)
 	}
@@ -192,23 +198,20 @@ func TestManagedFailsWhenForbidden(t *testing.T) {
 
 func TestManagedDoesNothingIfStoppedBeforeReady(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	c := fake.NewClientBuilder().Build()
+	c := fake.NewClientset()
 	asked := make(chan struct{})
 	var once sync.Once
-	m := &Managed{
-		Config:   Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
-		Registry: managedRegistry(), Client: c, Mapper: kexMapper(0), Logger: logr.Discard(),
-		Ready: func() error {
-			once.Do(func() { close(asked) })
-			return errors.New("never")
-		},
+	m := managed(c, kexMapper(0))
+	m.Ready = func() error {
+		once.Do(func() { close(asked) })
+		return errors.New("never")
 	}
 	stop := run(m)
 	<-asked
 	if err := stop(); err != nil {
 		t.Errorf("Start() = %v", err)
 	}
-	if v, mu := names(t, c); v != nil || mu != nil {
-		t.Errorf("webhooks %v, %v were written", v, mu)
+	if len(c.Actions()) != 0 {
+		t.Errorf("the API was called: %v", c.Actions())
 	}
 }

@@ -29,6 +29,8 @@ type Config struct {
 	ClientConfig admissionregistrationv1.WebhookClientConfig
 	// Path is where the webhook server serves the handlers.
 	Path string
+	// Annotations are applied on both configurations.
+	Annotations map[string]string
 }
 
 // Resources tells which resource a kind is, and whether it is known (a
