@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -37,6 +39,7 @@ func TestGrantedVerbsAreUsed(t *testing.T) {
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) {
 			ran++
+			kopftest.NoLeaks(t) // checked once the scenario's operators have stopped
 			s.run(t)
 		})
 	}
@@ -102,7 +105,13 @@ func shardedDeployment(t *testing.T) {
 			Sharding: handlers.Sharding{Namespace: ns, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RenewPeriod: 500 * time.Millisecond}})
 	}
 	const ringName = "main"
-	names := []string{"kopf-example-a", "kopf-example-b", "kopf-example-c", "kopf-example-d", "kopf-example-e", "kopf-example-f"}
+	// Enough objects that the joining replica's share is almost never
+	// empty (each goes to either replica by a hash of their member names,
+	// which are new in every run: 1 in 4096 gives all of them to one).
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("kopf-example-%d", i))
+	}
 
 	replica("replica-a")
 	createAll(t, names, ns)
