@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,7 +25,8 @@ import (
 // example what it needs: two replicas that run as its ServiceAccount, with
 // the Deployment's arguments and the environment the downward API gives,
 // share objects of any namespace and stop cleanly, and the API server
-// refuses none of their requests.
+// refuses none of their requests. The Deployment's Pods are admitted in
+// the README's namespace, which enforces Pod Security "restricted".
 func TestShardingExampleDeployment(t *testing.T) {
 	docs := readmeManifests(t)
 	deployment := findKind(t, docs, "Deployment")
@@ -35,6 +37,7 @@ func TestShardingExampleDeployment(t *testing.T) {
 	}
 	ring, podNS := strings.TrimPrefix(args[ringArg], "--shard-ring="), deployment.GetNamespace()
 	applyManifests(t, docs)
+	podAdmitted(t, deployment)
 	kc := impersonating(t, "system:serviceaccount:"+podNS+":"+findKind(t, docs, "ServiceAccount").GetName())
 
 	var copies []*shardCopy
@@ -120,6 +123,29 @@ func applyManifests(t *testing.T, docs []*unstructured.Unstructured) {
 		if obj.GetKind() != "Namespace" {
 			t.Cleanup(func() { _ = client.IgnoreNotFound(env.Client.Delete(context.Background(), obj.DeepCopy())) })
 		}
+	}
+}
+
+// podAdmitted creates a Pod of the Deployment's template in its namespace
+// with a server-side dry run (admission runs, nothing is stored), and
+// fails the test if it is refused.
+func podAdmitted(t *testing.T, deployment *unstructured.Unstructured) {
+	t.Helper()
+	template, _, _ := unstructured.NestedMap(deployment.Object, "spec", "template")
+	pod := &unstructured.Unstructured{Object: template}
+	pod.SetAPIVersion("v1")
+	pod.SetKind("Pod")
+	pod.SetNamespace(deployment.GetNamespace())
+	pod.SetName(deployment.GetName() + "-pod")
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: deployment.GetNamespace()}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("the README's namespace enforces Pod Security %q, want restricted", got)
+	}
+	if err := env.Client.Create(context.Background(), pod, client.DryRunAll); err != nil {
+		t.Errorf("the Deployment's Pod is refused: %v", err)
 	}
 }
 

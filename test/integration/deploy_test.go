@@ -23,7 +23,8 @@ import (
 // The deployment manifests of config/deploy are accepted by the API
 // server as they are (in the test's namespace), and the operator runs with
 // their container's arguments and environment, as their ServiceAccount
-// with config/rbac's Role: it handles an object, and its probes answer.
+// with config/rbac's Role and metrics role: it handles an object, and its
+// probes answer.
 func TestDeploymentManifests(t *testing.T) {
 	for _, file := range []string{"namespaced.yaml", "sharded.yaml"} {
 		t.Run(file, func(t *testing.T) {
@@ -31,7 +32,7 @@ func TestDeploymentManifests(t *testing.T) {
 			ns := env.Namespace(t)
 			role := manifest[rbacv1.Role](t, "namespaced.yaml")
 			role.Namespace = ns
-			testenv.Create(t, env.Client, role)
+			testenv.Create(t, env.Client, role, manifest[rbacv1.ClusterRole](t, "metrics-auth.yaml"))
 			var deployment *appsv1.Deployment
 			for _, obj := range deployManifests(t, file, ns) {
 				testenv.Create(t, env.Client, obj)

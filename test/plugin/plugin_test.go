@@ -11,9 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kopf-go/kopf/test/testenv"
 )
@@ -78,6 +83,7 @@ func TestKubebuilderProject(t *testing.T) {
 	if crd := readFile(t, dir, "config/crd/bases/apps.example.com_widgets.yaml"); !strings.Contains(crd, "x-kubernetes-preserve-unknown-fields: true") {
 		t.Errorf("the Widget CRD drops the handlers' results from status:\n%s", crd)
 	}
+	checkManagerRole(t, readFile(t, dir, "config/rbac/role.yaml"))
 	run("go build", "go", "build", "./...")
 
 	// edit repeats init's work; in a project that has kopf-go, it leaves
@@ -109,6 +115,39 @@ func TestKubebuilderProject(t *testing.T) {
 	}
 	if strings.Contains(out, "setup-envtest") {
 		t.Errorf("make test installs or runs setup-envtest, which needs more than the module proxy:\n%s", out)
+	}
+}
+
+// checkManagerRole checks the rules that controller-gen made of the
+// plugin's markers in the manager's role: the engine's, with exactly the
+// verbs it uses (docs/kubebuilder-plugin.md#rbac).
+func checkManagerRole(t *testing.T, data string) {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal([]byte(data), &role); err != nil {
+		t.Fatalf("read config/rbac/role.yaml: %v", err)
+	}
+	// verbs are those of every rule on the resource.
+	verbs := func(group, resource string) []string {
+		var out []string
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
+				out = append(out, r.Verbs...)
+			}
+		}
+		return slices.Compact(slices.Sorted(slices.Values(out)))
+	}
+	for _, want := range []struct {
+		group, resource string
+		verbs           []string
+	}{
+		{"", "events", []string{"create"}},
+		{"kopf.dev", "kopfpeerings", []string{"list", "patch", "watch"}},
+		{"kopf.dev", "clusterkopfpeerings", []string{"list", "patch", "watch"}},
+	} {
+		if diff := cmp.Diff(want.verbs, verbs(want.group, want.resource)); diff != "" {
+			t.Errorf("config/rbac/role.yaml: the verbs on %s.%s -want +got:\n%s\n%s", want.resource, want.group, diff, data)
+		}
 	}
 }
 

@@ -30,8 +30,8 @@ func TestAPI(t *testing.T) {
 		`handlers.OnUpdate(widgets, "update_widget", updateWidget)`,
 		`handlers.OnDelete(widgets, "delete_widget", deleteWidget)`,
 		`handlers.OnResume(widgets, "resume_widget", resumeWidget)`,
-		"+kubebuilder:rbac:groups=apps.example.com,resources=widgets,verbs=get;list;watch;patch;update",
-		"+kubebuilder:rbac:groups=apps.example.com,resources=widgets/status,verbs=get;patch;update")
+		"+kubebuilder:rbac:groups=apps.example.com,resources=widgets,verbs=list;watch;patch\n",
+		"+kubebuilder:rbac:groups=apps.example.com,resources=widgets/status,verbs=patch\n")
 	for _, absent := range []string{"Daemon", "Timer", `"time"`} {
 		if strings.Contains(handlers, absent) {
 			t.Errorf("widget_handlers.go without --daemon and --timer has %q", absent)

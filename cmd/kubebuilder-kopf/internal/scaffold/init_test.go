@@ -31,7 +31,9 @@ func TestInit(t *testing.T) {
 	mustContain(t, "Makefile", r.Files["Makefile"], "kopf-test: manifests generate fmt vet ##", `bash hack/envtest-binaries.sh`, "go test ./internal/kopf/...",
 		"test: manifests generate fmt vet ## Run tests.\n\tassets=\"$$(bash hack/envtest-binaries.sh)\" && KUBEBUILDER_ASSETS=\"$$assets\" go test $$(go list ./... | grep -v /e2e)")
 	for file, tmpl := range map[string][]string{
-		"internal/kopf/setup.go":      {"package kopf", "func NewRegistry() *handlers.Registry {", "func Setup(mgr ctrl.Manager, namespaces ...string) error {", "+kubebuilder:rbac:groups=kopf.dev"},
+		"internal/kopf/setup.go": {"package kopf", "func NewRegistry() *handlers.Registry {", "func Setup(mgr ctrl.Manager, namespaces ...string) error {",
+			"+kubebuilder:rbac:groups=\"\",resources=events,verbs=create\n",
+			"+kubebuilder:rbac:groups=kopf.dev,resources=kopfpeerings;clusterkopfpeerings,verbs=list;watch;patch\n"},
 		"internal/kopf/suite_test.go": {"var env *kopftest.Env", "func TestMain(m *testing.M) {", `filepath.Join("..", "..", "config", "crd", "bases")`},
 	} {
 		mustParse(t, file, r.Files[file])
