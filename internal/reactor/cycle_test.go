@@ -362,9 +362,9 @@ func TestCycles(t *testing.T) {
 			}},
 		// Handed over: no handler runs though the object changed; the
 		// daemons are stopped as for a pause; the acknowledgement is the
-		// one write, guarded by the object's version.
+		// one write, guarded by the object's version and uid.
 		{name: "a handover", obj: cycleObject("b", handled("a")), own: handingTo{next: "m-b"}, outcome: succeed, calls: nil, writes: 1,
-			wrote: []string{`"labels":{"owner":"m-b"}`}, stops: []daemons.StopReason{daemons.StopOperatorPausing}, settled: []bool{true},
+			wrote: []string{`"labels":{"owner":"m-b"},"resourceVersion":"999","uid":"uid-kex"`}, stops: []daemons.StopReason{daemons.StopOperatorPausing}, settled: []bool{true},
 			check: func(t *testing.T, obj *unstructured.Unstructured) {
 				if obj.GetLabels()["owner"] != "m-b" {
 					t.Errorf("labels = %v, want the next owner", obj.GetLabels())
