@@ -6,8 +6,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
@@ -28,8 +33,8 @@ func recreated(t *testing.T, ns, field string) *unstructured.Unstructured {
 
 // nothingOfTheFirst checks every version of the second object: none ever
 // carried the first object's outcome (a result that names another uid,
-// a diff-base of the first object's spec).
-func nothingOfTheFirst(t *testing.T, all []*unstructured.Unstructured, ids ...string) {
+// a diff-base with what only the first object had: marker).
+func nothingOfTheFirst(t *testing.T, all []*unstructured.Unstructured, marker string, ids ...string) {
 	t.Helper()
 	for _, v := range all {
 		for _, id := range ids {
@@ -37,7 +42,7 @@ func nothingOfTheFirst(t *testing.T, all []*unstructured.Unstructured, ids ...st
 				t.Errorf("version %s of the second object (uid %s) has status.%s of uid %s", v.GetResourceVersion(), v.GetUID(), id, uid)
 			}
 		}
-		if base := v.GetAnnotations()[diffBaseKey]; strings.Contains(base, `"field":"first"`) {
+		if base := v.GetAnnotations()[diffBaseKey]; strings.Contains(base, marker) {
 			t.Errorf("version %s of the second object has the first object's diff-base: %s", v.GetResourceVersion(), base)
 		}
 	}
@@ -143,7 +148,7 @@ func TestRecreatedWhileItsCreateHandlerRuns(t *testing.T) {
 			if !held.called(second.GetUID()) {
 				t.Error("the create handler was not called for the second object")
 			}
-			nothingOfTheFirst(t, versions.all(t), "create_fn")
+			nothingOfTheFirst(t, versions.all(t), `"field":"first"`, "create_fn")
 		})
 	}
 }
@@ -207,10 +212,80 @@ func TestRecreatedWhileADaemonWrites(t *testing.T) {
 			eventually(t, "the first object's write is skipped", func() bool {
 				return len(op.Logs.Messages("Patching was skipped: the object is gone.")) > 0
 			})
-			nothingOfTheFirst(t, versions.all(t), "late_fn")
+			nothingOfTheFirst(t, versions.all(t), `"field":"first"`, "late_fn")
 			if uid := types.UID(resultOf(t, ns, "late_fn")); uid != second.GetUID() {
 				t.Errorf("status.late_fn names uid %s, want the second object's %s", uid, second.GetUID())
 			}
 		})
 	}
+}
+
+// A built-in kind with a status subresource, handled as a Go type: a
+// Deployment deleted and created anew under its name while its create
+// handler runs. Its result goes to /status guarded by the resourceVersion
+// (the API server drops the unknown field, but checks the version first),
+// the diff-base to the object guarded by the uid; the second Deployment
+// gets neither, and its creation is handled.
+func TestRecreatedTypedWithStatus(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	held := newHeldCall()
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(handlers.For[*appsv1.Deployment](reg), "create_fn", func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (any, error) {
+		held.hold(d.GetUID())
+		return map[string]any{"uid": string(d.GetUID())}, nil
+	})
+	op := env.StartOperator(t, ns, reg, handlers.Options{})
+	t.Cleanup(held.free)
+
+	deployment := func(which string) *appsv1.Deployment {
+		labels := map[string]string{"app": "again"}
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again", Annotations: map[string]string{"which": which}},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}}}},
+		}
+	}
+	ctx := context.Background()
+	first := deployment("first")
+	if err := env.Client.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if uid := held.waitStarted(t); uid != first.GetUID() {
+		t.Fatalf("the held call is for uid %s, want the first Deployment's %s", uid, first.GetUID())
+	}
+	if err := env.Client.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first Deployment is gone", func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(first), &appsv1.Deployment{}))
+	})
+	second := deployment("second")
+	if err := env.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	created := &unstructured.Unstructured{}
+	created.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	created.SetNamespace(ns)
+	created.SetName(second.Name)
+	created.SetUID(second.UID)
+	created.SetResourceVersion(second.ResourceVersion)
+	versions := watchObjectVersions(t, created)
+	held.free()
+
+	eventually(t, "the second Deployment's creation is handled", func() bool {
+		now := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(second), now); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(now.Annotations[diffBaseKey], `"which":"second"`)
+	})
+	eventually(t, "the first Deployment's write is refused", func() bool {
+		return skipped([]*kopftest.Operator{op}, "Patching was skipped: the object was deleted, and another one has its name now.") > 0
+	})
+	if !held.called(second.GetUID()) {
+		t.Error("the create handler was not called for the second Deployment")
+	}
+	nothingOfTheFirst(t, versions.all(t), `"which":"first"`)
 }
