@@ -177,7 +177,7 @@ func throughputRows(r shardingResults, row func(...string), yes func(bool) strin
 	labelled := []string{"all owner labels written after, s"}
 	handled := []string{"all handled after, s"}
 	writes := []string{"writes per object, all replicas"}
-	gets := []string{"reads of single objects (get) per object, all replicas"}
+	gets := []string{"reads of single objects (get) per object, all replicas (not Leases)"}
 	conflicts := []string{"conflicts (409) per object, all replicas"}
 	for _, n := range ringSizes {
 		if f, ran := r.throughput[n]; ran {
@@ -185,7 +185,7 @@ func throughputRows(r shardingResults, row func(...string), yes func(bool) strin
 			labelled = append(labelled, fmt.Sprintf("%.2f", f.labelled.Seconds()))
 			handled = append(handled, fmt.Sprintf("%.2f", f.elapsed.Seconds()))
 			writes = append(writes, fmt.Sprintf("%.2f", float64(countWrites(f.requests))/float64(f.objects)))
-			gets = append(gets, per(countVerb(f.requests, "get")))
+			gets = append(gets, per(objectGets(f.requests)))
 			conflicts = append(conflicts, per(requests.Conflicts(f.requests)))
 		} else {
 			labelled, handled, writes = append(labelled, "—"), append(handled, "—"), append(writes, "—")
