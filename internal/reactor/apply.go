@@ -33,6 +33,10 @@ func (p *pipeline) apply(ctx context.Context, c *cycle) (reconcile.Result, error
 	p.guardAnnotationsSize(ctx, c)
 	before := c.obj.GetResourceVersion()
 	conflict, err := p.writes.commit(ctx, c.local, c.obj, c.patch, c.finalizer)
+	if _, gone := asGone(err); gone {
+		p.forgetGone(c, err)
+		return reconcile.Result{}, nil
+	}
 	if err != nil {
 		if !c.patch.IsEmpty() {
 			c.mem.unwritten = c.patch
@@ -53,6 +57,17 @@ func (p *pipeline) apply(ctx context.Context, c *cycle) (reconcile.Result, error
 		c.local.V(1).Info("Sleeping was skipped because of the patch, 0 seconds left.")
 	}
 	return reconcile.Result{RequeueAfter: next.After}, nil
+}
+
+// forgetGone ends the work on an object that a write found gone: nothing
+// of the write landed, and nothing of it is kept. Its daemons and timers
+// stop as for a deleted object, and its memory is marked, so that a cache
+// that still shows it runs nothing more for it; the memory goes once the
+// cache shows it gone or another object under its name.
+func (p *pipeline) forgetGone(c *cycle, err error) {
+	_ = skipGone(c.local, err)
+	c.mem.gone = true
+	p.sup.Gone(c.obj.GetUID())
 }
 
 // guardAnnotationsSize keeps an oversized last handled essence out of the

@@ -65,6 +65,9 @@ type cycleRig struct {
 	// written are the patches, for the failure messages.
 	written []string
 	sup     *daemons.Supervisor
+	// meanwhile runs once, in the first handler called: what others do
+	// while it runs.
+	meanwhile func()
 }
 
 // newCycleRig makes the reconciler of a kind with a create, an update, a
@@ -87,12 +90,18 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 				if fail {
 					return apierrors.NewInternalError(errors.New("etcd is down"))
 				}
+				if err := preconditions(ctx, c, o, p, false); err != nil {
+					return err
+				}
 				return c.Patch(ctx, o, p, opts...)
 			},
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 				rig.writes++
 				if data, err := p.Data(o); err == nil {
 					rig.written = append(rig.written, sub+" "+string(data))
+				}
+				if err := preconditions(ctx, c, o, p, true); err != nil {
+					return err
 				}
 				return c.SubResource(sub).Patch(ctx, o, p, opts...)
 			},
@@ -101,6 +110,10 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 	record := func(id string) registry.ChangeFunc {
 		return func(context.Context, registry.Object, *causes.Cause) (any, error) {
 			rig.calls = append(rig.calls, id)
+			if f := rig.meanwhile; f != nil {
+				rig.meanwhile = nil
+				f()
+			}
 			return outcome(id)
 		}
 	}
@@ -119,6 +132,34 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 	cs.set(rig.c)
 	rig.r = newReconciler(kindObjects{kind: kind, gvk: cycleGVK}, s, cs, fixedProbe(true), rig.sup, unshared{}, newMemories(&memo.Memo{}, nil, nil))
 	return rig
+}
+
+// counted is an outcome whose result numbers the handlers' calls.
+func counted() func(string) (any, error) {
+	n := 0
+	return func(string) (any, error) {
+		n++
+		return map[string]any{"call": n}, nil
+	}
+}
+
+// recreateKex deletes the example object (its finalizer removed by hand)
+// and creates another under its name, with another uid and field.
+func recreateKex(t *testing.T, rig *cycleRig) {
+	t.Helper()
+	ctx := context.Background()
+	old := cycleObject("a", nil)
+	if err := rig.c.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := rig.c.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	next := cycleObject("b", nil)
+	next.SetUID("uid-next")
+	if err := rig.c.Create(ctx, next); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // memory is the rig's memory of the object.
@@ -210,6 +251,8 @@ func TestCycles(t *testing.T) {
 		own     ownership
 		running []string
 		mem     func(m *memory)
+		// meanwhile is what others do while the first handler runs.
+		meanwhile func(t *testing.T, rig *cycleRig)
 
 		calls   []string
 		writes  int
@@ -279,6 +322,25 @@ func TestCycles(t *testing.T) {
 					t.Error("the oversized diff-base was written into the annotations")
 				}
 			}},
+		// The object is deleted and created anew under its name while its
+		// create handler runs: nothing of the first one's outcome lands on
+		// the second (the status patch's version conflicts, and the live
+		// read finds another uid), and the next cycle handles the second
+		// as the new object it is.
+		{name: "recreated while its handler runs", obj: cycleObject("a", nil), twice: true, outcome: counted(), meanwhile: recreateKex,
+			// The test's own removal of the finalizer is the first write.
+			calls: []string{"create_fn", "create_fn"}, writes: 4,
+			wrote: []string{`"finalizers":null`, `status {"metadata":{"resourceVersion":"999"},"status":{"create_fn":{"call":1}}}`,
+				`"call":2`, `"uid":"uid-next"`},
+			check: func(t *testing.T, obj *unstructured.Unstructured) {
+				call, _, _ := unstructured.NestedInt64(obj.Object, "status", "create_fn", "call")
+				if obj.GetUID() != "uid-next" || call != 2 {
+					t.Errorf("the object under the name: uid %s, status %v; want uid-next with the second call's result", obj.GetUID(), obj.Object["status"])
+				}
+				if obj.GetAnnotations()["kopf.zalando.org/last-handled-configuration"] != `{"spec":{"field":"b"}}`+"\n" {
+					t.Errorf("diff-base = %q, want the second object's", obj.GetAnnotations())
+				}
+			}},
 		{name: "a vanished object", obj: unfinalized(cycleObject("a", nil)), vanish: true, outcome: succeed, calls: nil, writes: 0},
 		// The status (the result) is written first; the main patch meets the
 		// conflict, is kept for the next cycle, and the object is looked at
@@ -300,9 +362,9 @@ func TestCycles(t *testing.T) {
 			}},
 		// Handed over: no handler runs though the object changed; the
 		// daemons are stopped as for a pause; the acknowledgement is the
-		// one write, guarded by the object's version.
+		// one write, guarded by the object's version and uid.
 		{name: "a handover", obj: cycleObject("b", handled("a")), own: handingTo{next: "m-b"}, outcome: succeed, calls: nil, writes: 1,
-			wrote: []string{`"labels":{"owner":"m-b"}`}, stops: []daemons.StopReason{daemons.StopOperatorPausing}, settled: []bool{true},
+			wrote: []string{`"labels":{"owner":"m-b"},"resourceVersion":"999","uid":"uid-kex"`}, stops: []daemons.StopReason{daemons.StopOperatorPausing}, settled: []bool{true},
 			check: func(t *testing.T, obj *unstructured.Unstructured) {
 				if obj.GetLabels()["owner"] != "m-b" {
 					t.Errorf("labels = %v, want the next owner", obj.GetLabels())
@@ -334,6 +396,9 @@ func TestCycles(t *testing.T) {
 			rig.r.cycles.daemons = slowDaemons{objectDaemons: rig.r.cycles.daemons, running: tt.running, stops: &stops}
 			if tt.mem != nil {
 				tt.mem(rig.memory())
+			}
+			if tt.meanwhile != nil {
+				rig.meanwhile = func() { tt.meanwhile(t, rig) }
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer func() { cancel(); _ = rig.sup.Start(ctx) }()

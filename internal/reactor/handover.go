@@ -22,9 +22,10 @@ const handoverPolling = 5 * time.Second
 // no handler of it runs now; its daemons and timers are stopped the usual
 // way, as for a pause, and waited for, the abandoned ones too, since they
 // still run. Then the owner label and the grant move to the next member in
-// one write guarded by the resourceVersion: the acknowledgement, and this
-// member's last write to the object. A conflict means the object changed:
-// the next cycle looks at it again.
+// one write guarded by the resourceVersion (and the uid): the
+// acknowledgement, and this member's last write to the object. A conflict
+// means the object changed: the next cycle looks at it again. An object
+// that is gone gets nothing.
 
 // handoverConflictDelay is when a handover that met a changed object looks
 // again, if no watch event comes first.
@@ -49,14 +50,16 @@ func (p *pipeline) handOver(ctx context.Context, c *cycle, pl plan) (reconcile.R
 	if err != nil {
 		p.handed.Delete(c.obj.GetUID())
 	}
+	if _, gone := asGone(err); gone {
+		p.forgetGone(c, err)
+		return reconcile.Result{}, nil
+	}
 	switch {
 	case apierrors.IsConflict(err):
 		// The change's own watch event usually brings the next look
 		// first; the delay is the fallback (Requeue alone is deprecated).
 		c.local.V(1).Info("The object changed while it was being handed over; looking again.")
 		return reconcile.Result{RequeueAfter: handoverConflictDelay}, nil
-	case apierrors.IsNotFound(err):
-		return reconcile.Result{}, nil
 	case err != nil:
 		return reconcile.Result{}, err
 	}

@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -49,18 +50,50 @@ func (h *kindHost) Body(obj causes.Object) (map[string]any, error) {
 	return h.body(o)
 }
 
-// Apply writes a daemon's or timer's patch as a cycle's is written (status
-// first, then the rest; a vanished object is not an error), and remembers
-// the write for the next cycle's consistency wait.
+// Apply writes a daemon's or timer's patch (or an on-event handler's) as
+// a cycle's is written: status first, then the rest, both guarded by the
+// object's identity (guard.go). The object is the one of the ref, as the
+// cache has it now (its resourceVersion guards the status patch); one
+// that is gone, or that another object has replaced under its name, gets
+// nothing, and that is not an error. The write is remembered for the
+// next cycle's consistency wait.
 func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) error {
-	obj := h.newObject()
-	obj.SetNamespace(ref.Namespace)
-	obj.SetName(ref.Name)
-	_, err := h.writer.write(ctx, logr.Discard(), obj, p, keepFinalizer)
-	if v := obj.GetResourceVersion(); v != "" {
+	obj, err := h.target(ctx, ref)
+	read := obj.GetResourceVersion()
+	if err == nil {
+		_, err = h.writer.write(ctx, logr.Discard(), obj, p, keepFinalizer)
+	}
+	if gone, ok := asGone(err); ok {
+		h.daemonLog.V(1).Info("Patching was skipped: the object is gone.", "namespace", ref.Namespace, "name", ref.Name,
+			"uid", ref.UID, "replaced", gone.replaced)
+		return nil
+	}
+	if v := obj.GetResourceVersion(); err == nil && v != read {
 		h.memories.daemonWrote(ref.UID, v)
 	}
 	return err
+}
+
+// target is the ref's object to write to, as the cache has it; a
+// goneError if the cache has another object under its name. One that the
+// cache lacks (the operator is frozen and has none, or the object left a
+// ring member's share, or is gone) is read from the API server.
+func (h *kindHost) target(ctx context.Context, ref daemons.Ref) (client.Object, error) {
+	obj := h.newObject()
+	err := h.clients.get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
+	switch {
+	case err == nil && obj.GetUID() == ref.UID:
+		return obj, nil
+	case err == nil:
+		obj.SetUID(ref.UID)
+		return obj, h.writer.gone(obj, true)
+	case !errors.Is(err, errFrozen) && !apierrors.IsNotFound(err):
+		return obj, fmt.Errorf("read %s %s: %w", h.gvk.Kind, ref, err)
+	}
+	obj.SetNamespace(ref.Namespace)
+	obj.SetName(ref.Name)
+	obj.SetUID(ref.UID)
+	return obj, h.writer.refresh(ctx, obj)
 }
 
 // Enqueue asks for a reconcile of the object.

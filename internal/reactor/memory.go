@@ -61,6 +61,9 @@ type memory struct {
 	// forgotten and no longer counted.
 	standing execution.Standing
 	dropped  bool
+	// gone: a write found the object gone (deleted, or replaced by another
+	// of its name); the cache still shows it, but nothing runs for it.
+	gone bool
 }
 
 // memories holds the memory of every object of one kind.
@@ -74,6 +77,10 @@ type memories struct {
 	// the engine has stopped, and they count nothing any more.
 	retrying, failed gauge
 	closed           bool
+	// replaced is told the uid of an object whose name another object
+	// (a new uid) has taken: its memory is gone, and so must its daemons
+	// and timers be, though no reconcile saw it missing. Nil: nobody.
+	replaced func(uid types.UID)
 }
 
 func newMemories(operator *memo.Memo, retrying, failed gauge) *memories {
@@ -85,30 +92,46 @@ func newMemories(operator *memo.Memo, retrying, failed gauge) *memories {
 // whether that sighting was the initial listing.
 func (m *memories) notice(uid types.UID, key types.NamespacedName, listing bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.recallLocked(uid, key, listing)
+	_, old := m.recallLocked(uid, key, listing)
+	m.mu.Unlock()
+	m.tellReplaced(old)
 }
 
 // recall returns the memory of an object, creating it if needed. A new uid
 // under a known name is a re-created object: the old one's memory goes.
 func (m *memories) recall(uid types.UID, key types.NamespacedName) *memory {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.recallLocked(uid, key, false)
+	mem, old := m.recallLocked(uid, key, false)
+	m.mu.Unlock()
+	m.tellReplaced(old)
+	return mem
 }
 
-func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing bool) *memory {
+// recallLocked returns the memory of the uid, made if needed, and the uid
+// whose memory it replaced under the name (empty: none).
+func (m *memories) recallLocked(uid types.UID, key types.NamespacedName, listing bool) (*memory, types.UID) {
 	if mem, ok := m.byUID[uid]; ok {
-		return mem
+		return mem, ""
 	}
-	if old, ok := m.byKey[key]; ok && old != uid {
+	old, ok := m.byKey[key]
+	if ok && old != uid {
 		m.dropLocked(m.byUID[old])
 		delete(m.byUID, old)
+	} else {
+		old = ""
 	}
 	mem := &memory{noticedByListing: listing, memo: m.operator.Copy()}
 	m.byUID[uid] = mem
 	m.byKey[key] = uid
-	return mem
+	return mem, old
+}
+
+// tellReplaced tells of a replaced object, outside the lock: the
+// supervisor takes its own.
+func (m *memories) tellReplaced(uid types.UID) {
+	if uid != "" && m.replaced != nil {
+		m.replaced(uid)
+	}
 }
 
 // known returns the memory of an object if it is remembered, and a memory

@@ -55,6 +55,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		mem:   r.memories.recall(obj.GetUID(), req.NamespacedName),
 		patch: patch.New(),
 	}
+	if c.mem.gone {
+		// Its DELETED event (or the next object's) is still to come.
+		c.local.V(1).Info("The object is gone; the cache does not show it yet.")
+		return reconcile.Result{}, nil
+	}
 	now := r.settings.Clock.Now()
 	if wait := r.throttler.wait(c, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil

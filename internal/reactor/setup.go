@@ -195,6 +195,7 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 	if mems == nil {
 		retrying, failed := metrics.Objects(label)
 		mems = newMemories(s.Memo, retrying, failed)
+		mems.replaced = sup.Gone
 	}
 	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
 	state := &kindState{kindObjects: objects, kindLabel: label, invocations: metrics.InvokedOf(label), clients: cs, writer: w, memories: mems,

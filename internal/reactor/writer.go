@@ -37,7 +37,7 @@ type writer struct {
 // commit writes a cycle's patch and finalizer change. It does so even if
 // ctx is cancelled meanwhile (a stop or a freeze after the handlers ran),
 // bounded by the writer's timeout. It reports a conflict on the finalizer,
-// after writing the rest anyway.
+// after writing the rest anyway, and a goneError if the object is gone.
 func (w *writer) commit(ctx context.Context, log logr.Logger, obj client.Object, p *patch.Patch, fin finalizerChange) (conflict bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	defer cancel()
@@ -46,24 +46,27 @@ func (w *writer) commit(ctx context.Context, log logr.Logger, obj client.Object,
 
 // acknowledge writes a handover's acknowledgement (the owner label and
 // the grant moved to the next member) in one write guarded by the
-// object's resourceVersion, bounded as commit is.
+// object's resourceVersion (in ack) and uid, bounded as commit is.
 func (w *writer) acknowledge(ctx context.Context, obj client.Object, ack map[string]any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	defer cancel()
-	return w.send(ctx, obj, ack, false)
+	return w.send(ctx, obj, withUID(obj, ack), false)
 }
 
 // write sends the status patch (where there is a status subresource) and
 // then the main patch, which also carries a finalizer change computed
-// against the freshest object known, guarded by its resourceVersion.
+// against the freshest object known, guarded by its resourceVersion. Both
+// are guarded by the object's identity (guard.go): an object that is gone
+// (deleted, or deleted and created anew under its name) gets nothing, and
+// the error is a goneError.
 func (w *writer) write(ctx context.Context, log logr.Logger, obj client.Object, p *patch.Patch, fin finalizerChange) (conflict bool, err error) {
 	main, status, err := w.split(ctx, p)
 	if err != nil {
 		return false, err
 	}
 	if status != nil {
-		if err := w.send(ctx, obj, status, true); err != nil {
-			return false, skipGone(log, err)
+		if err := w.sendStatus(ctx, obj, status); err != nil {
+			return false, err
 		}
 	}
 	if fin != keepFinalizer {
@@ -72,6 +75,7 @@ func (w *writer) write(ctx context.Context, log logr.Logger, obj client.Object, 
 	if main == nil {
 		return false, nil
 	}
+	main = withUID(obj, main)
 	err = w.send(ctx, obj, main, false)
 	if apierrors.IsConflict(err) && fin != keepFinalizer {
 		log.V(1).Info("The object changed while its finalizer was being updated; retrying in the next cycle.")
@@ -79,9 +83,9 @@ func (w *writer) write(ctx context.Context, log logr.Logger, obj client.Object, 
 		if rest == nil {
 			return true, nil
 		}
-		return true, skipGone(log, w.send(ctx, obj, rest, false))
+		return true, w.send(ctx, obj, withUID(obj, rest), false)
 	}
-	return false, skipGone(log, err)
+	return false, err
 }
 
 // split divides a patch into what goes to /status and what goes to the
@@ -112,29 +116,22 @@ func (w *writer) withFinalizer(obj client.Object, fin finalizerChange, main map[
 	case removeFinalizer:
 		finalizers = slices.DeleteFunc(finalizers, func(f string) bool { return f == w.finalizer })
 	}
-	if main == nil {
-		main = map[string]any{}
-	}
-	meta, _ := main["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		main["metadata"] = meta
-	}
-	if len(finalizers) == 0 {
-		meta["finalizers"] = nil
-	} else {
-		list := make([]any, len(finalizers))
-		for i, f := range finalizers {
-			list[i] = f
+	return withMeta(main, func(meta map[string]any) {
+		if len(finalizers) == 0 {
+			meta["finalizers"] = nil
+		} else {
+			list := make([]any, len(finalizers))
+			for i, f := range finalizers {
+				list[i] = f
+			}
+			meta["finalizers"] = list
 		}
-		meta["finalizers"] = list
-	}
-	meta["resourceVersion"] = obj.GetResourceVersion()
-	return main
+		meta["resourceVersion"] = obj.GetResourceVersion()
+	})
 }
 
-// withoutFinalizer is the main patch minus the finalizer change; nil if
-// nothing else is left.
+// withoutFinalizer is the main patch minus the finalizer change and its
+// preconditions; nil if nothing else is left.
 func withoutFinalizer(main map[string]any) map[string]any {
 	rest := map[string]any{}
 	for k, v := range main {
@@ -144,7 +141,7 @@ func withoutFinalizer(main map[string]any) map[string]any {
 		}
 		meta := map[string]any{}
 		for mk, mv := range v.(map[string]any) {
-			if mk != "finalizers" && mk != "resourceVersion" {
+			if mk != "finalizers" && mk != "resourceVersion" && mk != "uid" {
 				meta[mk] = mv
 			}
 		}
@@ -178,13 +175,18 @@ func (w *writer) send(ctx context.Context, obj client.Object, body map[string]an
 	} else {
 		err = w.clients.writing().Patch(ctx, meta, p)
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		copyMetadata(obj, meta)
+		return nil
+	case apierrors.IsNotFound(err):
+		return w.gone(obj, false)
+	case uidRefused(err):
+		return w.gone(obj, true)
+	case apierrors.IsConflict(err):
+		return err
 	}
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("patch %s %s: %w", w.gvk.Kind, client.ObjectKeyFromObject(obj), err)
-	}
-	return err
+	return fmt.Errorf("patch %s %s: %w", w.gvk.Kind, client.ObjectKeyFromObject(obj), err)
 }
 
 // copyMetadata brings a patch's answer into the cycle's object: what a
@@ -201,11 +203,16 @@ func copyMetadata(obj client.Object, from *metav1.PartialObjectMetadata) {
 	obj.SetManagedFields(from.GetManagedFields())
 }
 
-// skipGone turns "the object is gone" into nothing to do.
+// skipGone turns "the object is gone" into nothing to do, and says so.
 func skipGone(log logr.Logger, err error) error {
-	if apierrors.IsNotFound(err) {
+	gone, ok := asGone(err)
+	switch {
+	case !ok:
+		return err
+	case gone.replaced:
+		log.V(1).Info("Patching was skipped: the object was deleted, and another one has its name now.", "uid", gone.uid)
+	default:
 		log.V(1).Info("Patching was skipped: the object does not exist anymore.")
-		return nil
 	}
-	return err
+	return nil
 }

@@ -19,17 +19,19 @@ type key struct {
 }
 
 // patchBody is the JSON merge patch of the assigner's write of a move:
-// only the owner label and the ring's annotations, and the object's
-// resourceVersion, so that the write fails with a conflict if the object
-// changed since the assigner read it (its owner may have moved the label
-// meanwhile). An owner set directly is granted the object too, and the
+// only the owner label and the ring's annotations, and the object's uid
+// and resourceVersion as the assigner saw them, so that the write fails
+// if the object changed since (its owner may have moved the label
+// meanwhile) or is another one now (deleted and created anew under its
+// name: the uid is immutable, so the API server refuses a patch naming
+// another). An owner set directly is granted the object too, and the
 // handover request is the move's own or none: an earlier request was for
 // an earlier owner.
-func patchBody(k Keys, resourceVersion string, mv sharding.Move) ([]byte, error) {
-	if resourceVersion == "" {
-		return nil, errors.New("a guarded write needs the object's resourceVersion")
+func patchBody(k Keys, s seen, mv sharding.Move) ([]byte, error) {
+	if s.resourceVersion == "" || s.uid == "" {
+		return nil, errors.New("a guarded write needs the object's uid and resourceVersion")
 	}
-	meta := map[string]any{"resourceVersion": resourceVersion}
+	meta := map[string]any{"uid": s.uid, "resourceVersion": s.resourceVersion}
 	var next any // nil removes the request
 	if mv.Next != "" {
 		next = mv.Next

@@ -18,18 +18,18 @@ func TestPatchBody(t *testing.T) {
 	}{
 		{"an owner set directly is granted the object, and any handover request goes", sharding.Move{Owner: "m1"},
 			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":null},` +
-				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42"}}`},
+				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42","uid":"u-1"}}`},
 		{"a label put back to its granted member, with a handover request", sharding.Move{Owner: "m1", Next: "m2"},
 			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":"m2"},` +
-				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42"}}`},
+				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42","uid":"u-1"}}`},
 		{"a handover request leaves the owner label and the grant", sharding.Move{Next: "m2"},
-			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":"m2"},"resourceVersion":"42"}}`},
+			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":"m2"},"resourceVersion":"42","uid":"u-1"}}`},
 		{"a handover called off", sharding.Move{ClearNext: true},
-			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":null},"resourceVersion":"42"}}`},
+			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":null},"resourceVersion":"42","uid":"u-1"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := patchBody(KeysOf("ops", "main"), "42", tt.mv)
+			got, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1", resourceVersion: "42"}, tt.mv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,12 +49,15 @@ func canonical(t *testing.T, raw string) any {
 	return out
 }
 
-// Every write is guarded, and a write must write something.
+// Every write is guarded by the uid and the resourceVersion, and a write must write something.
 func TestPatchBodyRefuses(t *testing.T) {
-	if _, err := patchBody(KeysOf("ops", "main"), "", sharding.Move{Owner: "m1"}); err == nil {
+	if _, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1"}, sharding.Move{Owner: "m1"}); err == nil {
 		t.Error("patchBody() without a resourceVersion gave a patch")
 	}
-	if _, err := patchBody(KeysOf("ops", "main"), "42", sharding.Move{}); err == nil {
+	if _, err := patchBody(KeysOf("ops", "main"), seen{resourceVersion: "42"}, sharding.Move{Owner: "m1"}); err == nil {
+		t.Error("patchBody() without a uid gave a patch")
+	}
+	if _, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1", resourceVersion: "42"}, sharding.Move{}); err == nil {
 		t.Error("patchBody() of an empty move gave a patch")
 	}
 }

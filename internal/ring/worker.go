@@ -2,6 +2,7 @@ package ring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,8 +25,8 @@ func (t *term) work(ctx context.Context) {
 }
 
 // handle places one object as it was last seen. A write that fails with a
-// conflict (the object changed since) is tried again with the object as
-// it is now: read anew, unless a newer sighting has come meanwhile. Any
+// conflict (the object changed since, or another object has its name now)
+// is tried again with the object as it is now: read anew, unless a newer sighting has come meanwhile. Any
 // other failure is tried again later.
 func (t *term) handle(ctx context.Context, k key) {
 	defer t.queue.Done(k)
@@ -38,7 +39,7 @@ func (t *term) handle(ctx context.Context, k key) {
 	live, round := t.members, t.round
 	t.mu.Unlock()
 	mv, wrote, err := t.place(ctx, k, s, live)
-	if apierrors.IsConflict(err) {
+	if apierrors.IsConflict(err) || uidRefused(err) {
 		t.a.s.Logger.V(1).Info("An object changed while it was placed; it is placed again.", "object", k.String())
 		var again bool
 		if again, err = t.reread(ctx, k); err == nil && again {
@@ -90,7 +91,7 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 	if !ok {
 		return mv, false, nil
 	}
-	body, err := patchBody(t.a.keys, s.resourceVersion, mv)
+	body, err := patchBody(t.a.keys, s, mv)
 	if err != nil {
 		return mv, false, err
 	}
@@ -98,8 +99,8 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 		if apierrors.IsNotFound(err) {
 			return sharding.Move{}, false, nil
 		}
-		if apierrors.IsConflict(err) {
-			return mv, false, err
+		if apierrors.IsConflict(err) || uidRefused(err) {
+			return mv, false, err // placed anew by handle
 		}
 		return mv, false, fmt.Errorf("place %s %s: %w", t.a.s.Kinds[k.kind].Kind, k, err)
 	}
@@ -121,4 +122,19 @@ func (t *term) logMove(k key, was sharding.Placement, mv sharding.Move) {
 	case mv.ClearNext:
 		log.Info(fmt.Sprintf("Called off the handover of %s to %s.", k, was.Next), "owner", was.Granted)
 	}
+}
+
+// uidRefused reports whether the API server refused a patch because the
+// uid it names is not the stored object's: 422 Invalid on metadata.uid.
+func uidRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }

@@ -90,6 +90,13 @@ func reads(counts map[string]int) int {
 	return countWhere(counts, func(verb, _ string) bool { return verb == "get" || verb == "list" || verb == "watch" })
 }
 
+// objectGets counts the reads of single objects of the kind.
+func objectGets(counts map[string]int) int {
+	return countWhere(counts, func(verb, resource string) bool {
+		return verb == "get" && strings.HasPrefix(resource, kex.Resource)
+	})
+}
+
 func isWriteVerb(verb string) bool {
 	switch verb {
 	case "create", "update", "patch", "delete", "deletecollection":

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kopf-go/kopf/test/bench/internal/requests"
 )
 
 // shareTolerance is how far above 1/N of one replica's the objects' share
@@ -175,16 +177,24 @@ func throughputRows(r shardingResults, row func(...string), yes func(bool) strin
 	labelled := []string{"all owner labels written after, s"}
 	handled := []string{"all handled after, s"}
 	writes := []string{"writes per object, all replicas"}
+	gets := []string{"reads of single objects (get) per object, all replicas (not Leases)"}
+	conflicts := []string{"conflicts (409) per object, all replicas"}
 	for _, n := range ringSizes {
 		if f, ran := r.throughput[n]; ran {
+			per := func(x int) string { return fmt.Sprintf("%.3f", float64(x)/float64(f.objects)) }
 			labelled = append(labelled, fmt.Sprintf("%.2f", f.labelled.Seconds()))
 			handled = append(handled, fmt.Sprintf("%.2f", f.elapsed.Seconds()))
 			writes = append(writes, fmt.Sprintf("%.2f", float64(countWrites(f.requests))/float64(f.objects)))
+			gets = append(gets, per(objectGets(f.requests)))
+			conflicts = append(conflicts, per(requests.Conflicts(f.requests)))
 		} else {
 			labelled, handled, writes = append(labelled, "—"), append(handled, "—"), append(writes, "—")
+			gets, conflicts = append(gets, "—"), append(conflicts, "—")
 		}
 	}
 	row(append(handled, "", "")...)
 	row(append(labelled, "", "")...)
 	row(append(writes, "", "")...)
+	row(append(gets, "", "")...)
+	row(append(conflicts, "", "")...)
 }

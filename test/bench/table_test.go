@@ -165,6 +165,7 @@ func writeTable(w io.Writer, r results) {
 			func(l lifecycleFigures) float64 { return perObject(countVerb(l.requests, "get")) },
 			func(k, _, _ float64) bool { return k == 0 }),
 		lc("3. lists per lifecycle", "%.3f", "", func(l lifecycleFigures) float64 { return perObject(countVerb(l.requests, "list")) }, nil),
+		lc("3. conflicts (409) per lifecycle", "%.3f", "", func(l lifecycleFigures) float64 { return perObject(requests.Conflicts(l.requests)) }, nil),
 		lc("3. watches opened (whole run)", "%.0f", "", func(l lifecycleFigures) float64 { return float64(watches(l.requests)) }, nil),
 		lc("3. discovery requests (whole run)", "%.0f", "", func(l lifecycleFigures) float64 { return float64(discovery(l.requests)) }, nil),
 		lcOp("6. stale handler calls in the lifecycle", "%.0f", "kopf-go 0",

@@ -1,6 +1,7 @@
 // Package requests counts the requests a client makes to the API server,
 // by verb and resource, at the transport: every request counts, retries
-// and conflicts included.
+// and conflicts included; the conflicts are counted once more on their
+// own (Conflicts).
 package requests
 
 import (
@@ -51,8 +52,29 @@ type roundTripper struct {
 }
 
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	r.counter.add(Key(req.Method, req.URL.Path, req.URL.Query().Get("watch")))
-	return r.next.RoundTrip(req)
+	key := Key(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	r.counter.add(key)
+	resp, err := r.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusConflict {
+		r.counter.add(conflictPrefix + key)
+	}
+	return resp, err
+}
+
+// conflictPrefix marks the counts of requests that the API server
+// answered with 409 Conflict: "conflict patch kopfexamples/status". The
+// verb of such a key is "conflict", which is neither a read nor a write.
+const conflictPrefix = "conflict "
+
+// Conflicts sums the counts of the requests answered with a conflict.
+func Conflicts(counts map[string]int) int {
+	n := 0
+	for key, v := range counts {
+		if strings.HasPrefix(key, conflictPrefix) {
+			n += v
+		}
+	}
+	return n
 }
 
 // Key names a request as the API server's audit log would: its verb (get,

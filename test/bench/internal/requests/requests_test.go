@@ -1,6 +1,12 @@
 package requests
 
-import "testing"
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 func TestKey(t *testing.T) {
 	for _, tt := range []struct {
@@ -27,5 +33,33 @@ func TestKey(t *testing.T) {
 	}
 	if !IsWrite("patch kopfexamples/status") || IsWrite("watch kopfexamples") {
 		t.Error("IsWrite tells writes from reads wrongly")
+	}
+}
+
+// answering is a transport that answers every request with one status.
+type answering int
+
+func (a answering) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: int(a), Body: http.NoBody}, nil
+}
+
+// A request answered with 409 counts as a request and as a conflict.
+func TestConflictsCounted(t *testing.T) {
+	c := &Counter{}
+	u, _ := url.Parse("https://api/apis/kopf.dev/v1/namespaces/ns/kopfexamples/kex-1/status")
+	for _, code := range []int{http.StatusOK, http.StatusConflict, http.StatusConflict} {
+		if _, err := (roundTripper{next: answering(code), counter: c}).RoundTrip(&http.Request{Method: http.MethodPatch, URL: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int{"patch kopfexamples/status": 3, "conflict patch kopfexamples/status": 2}
+	if diff := cmp.Diff(want, c.Counts()); diff != "" {
+		t.Errorf("Counts() -want +got:\n%s", diff)
+	}
+	if got := Conflicts(c.Counts()); got != 2 {
+		t.Errorf("Conflicts() = %d, want 2", got)
+	}
+	if IsWrite("conflict patch kopfexamples/status") {
+		t.Error("a conflict's count is taken for a write")
 	}
 }

@@ -1,0 +1,144 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Every write of the engine to an object carries a precondition that the
+// API server checks, so that a write decided for one object never lands
+// on another that took its name since (one deleted and created anew while
+// a handler ran). Patches of the object itself carry its uid: uid is
+// immutable, and the API server refuses a patch that names another one
+// with 422 Invalid on metadata.uid. Patches of /status cannot: a custom
+// resource's status strategy copies the stored object's metadata over the
+// patched one before it validates, so a uid there is ignored. They carry
+// the resourceVersion that the write's decision saw instead, which the API
+// server compares before any strategy; one that conflicts reads the
+// object's metadata live (not from the cache): the same uid means the
+// object only changed, and the patch goes again with the fresh version
+// (statusAttempts in all); another uid, or none, means it is gone, and
+// nothing is written (docs/ARCHITECTURE.md, "Writes").
+
+// statusAttempts bounds the sends of one status patch to an object that
+// keeps changing meanwhile; after them, the conflict is the write's
+// error, and the cycle keeps its changes for the next one.
+const statusAttempts = 3
+
+// goneError is what a write returns when the object it was decided for no
+// longer exists: nothing of that write landed.
+type goneError struct {
+	kind string
+	key  types.NamespacedName
+	uid  types.UID
+	// replaced: another object has the name now; else none has.
+	replaced bool
+}
+
+func (e *goneError) Error() string {
+	if e.replaced {
+		return fmt.Sprintf("%s %s with uid %s is gone: another object has its name now", e.kind, e.key, e.uid)
+	}
+	return fmt.Sprintf("%s %s with uid %s is gone", e.kind, e.key, e.uid)
+}
+
+// asGone reports whether err says that the object is gone.
+func asGone(err error) (*goneError, bool) {
+	var gone *goneError
+	ok := errors.As(err, &gone)
+	return gone, ok
+}
+
+// gone is the goneError of obj.
+func (w *writer) gone(obj client.Object, replaced bool) *goneError {
+	return &goneError{kind: w.gvk.Kind, key: client.ObjectKeyFromObject(obj), uid: obj.GetUID(), replaced: replaced}
+}
+
+// uidRefused reports whether the API server refused a patch because the
+// uid it names is not the stored object's: 422 Invalid, with a cause on
+// the field metadata.uid (nothing else makes the API server name that
+// field in a patch that only repeats the object's own uid).
+func uidRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
+
+// withMeta returns a copy of a main patch whose metadata set adds to,
+// leaving the patch it came from (which may be kept for the next cycle)
+// as it was.
+func withMeta(main map[string]any, set func(meta map[string]any)) map[string]any {
+	out := make(map[string]any, len(main)+1)
+	for k, v := range main {
+		out[k] = v
+	}
+	meta := map[string]any{}
+	if m, ok := main["metadata"].(map[string]any); ok {
+		for k, v := range m {
+			meta[k] = v
+		}
+	}
+	set(meta)
+	out["metadata"] = meta
+	return out
+}
+
+// withUID makes the object's uid the main patch's precondition.
+func withUID(obj client.Object, main map[string]any) map[string]any {
+	return withMeta(main, func(meta map[string]any) { meta["uid"] = string(obj.GetUID()) })
+}
+
+// sendStatus writes a status patch guarded by the object's
+// resourceVersion as obj has it (as read, or as this write's previous
+// patch answered), going again after a conflict with the same object.
+func (w *writer) sendStatus(ctx context.Context, obj client.Object, status map[string]any) error {
+	if obj.GetResourceVersion() == "" {
+		// Nothing in the engine writes without a version; should anything
+		// come to, the live one is read rather than none sent.
+		if err := w.refresh(ctx, obj); err != nil {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		guarded := withMeta(status, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
+		err := w.send(ctx, obj, guarded, true)
+		if !apierrors.IsConflict(err) || attempt == statusAttempts {
+			return err
+		}
+		if err := w.refresh(ctx, obj); err != nil {
+			return err
+		}
+	}
+}
+
+// refresh reads the object's metadata from the API server (a cache may
+// lag behind the conflict it explains) and takes its resourceVersion into
+// obj if it is still the same object; a goneError if not.
+func (w *writer) refresh(ctx context.Context, obj client.Object) error {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(w.gvk)
+	err := w.clients.direct.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return w.gone(obj, false)
+	case err != nil:
+		return fmt.Errorf("read %s %s: %w", w.gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	case live.GetUID() != obj.GetUID():
+		return w.gone(obj, true)
+	}
+	obj.SetResourceVersion(live.GetResourceVersion())
+	return nil
+}
