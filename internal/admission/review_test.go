@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -149,8 +151,58 @@ func TestRequestPassedToHandlers(t *testing.T) {
 	if !ok || u.GetName() != "name1" || u.GetLabels()["somelabel"] != "somevalue" {
 		t.Errorf("object = %#v, want the new body", c.objs[0])
 	}
-	if c.objs[0] == c.objs[1] {
-		t.Error("handlers share an object")
+}
+
+// The object is decoded once per review. Validators share it; a mutator
+// gets a copy of its own unless it runs last, so that a change it makes
+// to its object is seen by no other handler (nor by the request bodies).
+func TestObjectsOfHandlers(t *testing.T) {
+	tests := []struct {
+		name  string
+		types []Type
+		// want is, for each handler in order, the index of the first
+		// handler given the same object.
+		want []int
+	}{
+		{"validators share one object", []Type{Validating, Validating, Validating}, []int{0, 0, 0}},
+		{"a mutator alone", []Type{Mutating}, []int{0}},
+		{"a mutator last shares the validators' object", []Type{Validating, Mutating}, []int{0, 0}},
+		{"a mutator first has its own", []Type{Mutating, Validating}, []int{0, 1}},
+		{"mutators have their own, but the last", []Type{Mutating, Validating, Mutating, Mutating, Validating, Mutating},
+			[]int{0, 1, 2, 3, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg, k := kexKind()
+			c := &calls{}
+			var changed []string
+			for i, typ := range tt.types {
+				id := fmt.Sprintf("h%d", i)
+				c.add(k, typ, id, func(r *Request) error {
+					obj := c.objs[len(c.objs)-1].(*unstructured.Unstructured)
+					if v := obj.GetLabels()["changed-by"]; v != "" || r.Body["metadata"].(map[string]any)["labels"].(map[string]any)["changed-by"] != nil {
+						changed = append(changed, fmt.Sprintf("%s sees the change of %s", id, v))
+					}
+					if typ == Mutating { // by mistake: changes go into the patch
+						obj.SetLabels(map[string]string{"changed-by": id})
+					}
+					return nil
+				})
+			}
+			if _, err := Review(context.Background(), reg, nil, Input{Request: admissionRequest(t, Create, kexBody(), nil)}); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]int, len(c.objs))
+			for i, obj := range c.objs {
+				got[i] = slices.Index(c.objs, obj)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("the handlers' objects, as the index of the first handler with the same (-want +got):\n%s", diff)
+			}
+			if len(changed) > 0 {
+				t.Errorf("a mutator's change to its object is seen: %q", changed)
+			}
+		})
 	}
 }
 

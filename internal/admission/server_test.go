@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,7 +27,11 @@ func post(t *testing.T, srv *httptest.Server, path string, review any, header ht
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header = header
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -110,21 +115,32 @@ func TestServerErrors(t *testing.T) {
 	noUser := admissionRequest(t, Create, kexBody(), nil)
 	noUser.UserInfo.Username, noUser.UserInfo.UID, noUser.UserInfo.Groups = "", "", nil
 	tests := []struct {
-		name   string
-		reg    *Registry
-		method string
-		path   string
-		body   string
-		want   int
+		name        string
+		reg         *Registry
+		method      string
+		path        string
+		contentType string
+		body        io.Reader
+		want        int
 	}{
-		{"fine", reg, http.MethodPost, "/hooks/v", "", http.StatusOK},
-		{"not a POST", reg, http.MethodGet, "/hooks/v", "", http.StatusMethodNotAllowed},
-		{"outside the prefix", reg, http.MethodPost, "/other/v", "", http.StatusNotFound},
-		{"not JSON", reg, http.MethodPost, "/hooks/v", "{", http.StatusBadRequest},
-		{"no request", reg, http.MethodPost, "/hooks/v", `{"apiVersion":"admission.k8s.io/v1"}`, http.StatusBadRequest},
-		{"no user", reg, http.MethodPost, "/hooks/v", mustJSON(t, map[string]any{"request": noUser}), http.StatusBadRequest},
-		{"an unknown resource", reg, http.MethodPost, "/hooks/v", mustJSON(t, map[string]any{"request": unknown}), http.StatusNotFound},
-		{"an ambiguous resource", ambiguous, http.MethodPost, "/hooks/v", "", http.StatusConflict},
+		{"fine", reg, http.MethodPost, "/hooks/v", "", nil, http.StatusOK},
+		{"json with a charset", reg, http.MethodPost, "/hooks/v", "application/json; charset=utf-8", nil, http.StatusOK},
+		{"not a POST", reg, http.MethodGet, "/hooks/v", "", nil, http.StatusMethodNotAllowed},
+		{"outside the prefix", reg, http.MethodPost, "/other/v", "", nil, http.StatusNotFound},
+		{"no content type", reg, http.MethodPost, "/hooks/v", "-", nil, http.StatusBadRequest},
+		{"another content type", reg, http.MethodPost, "/hooks/v", "application/yaml", nil, http.StatusBadRequest},
+		{"a malformed content type", reg, http.MethodPost, "/hooks/v", "application/json; =", nil, http.StatusBadRequest},
+		{"an empty body", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(""), http.StatusBadRequest},
+		{"too large", reg, http.MethodPost, "/hooks/v", "", bytes.NewReader(largeReview(t, MaxReviewBytes+1)), http.StatusRequestEntityTooLarge},
+		{"too large, of no declared length", reg, http.MethodPost, "/hooks/v", "", io.MultiReader(bytes.NewReader(largeReview(t, MaxReviewBytes+1))), http.StatusRequestEntityTooLarge},
+		{"as large as allowed", reg, http.MethodPost, "/hooks/v", "", bytes.NewReader(largeReview(t, MaxReviewBytes)), http.StatusOK},
+		{"not JSON", reg, http.MethodPost, "/hooks/v", "", strings.NewReader("{"), http.StatusBadRequest},
+		{"not a review", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(`{"request": "yes"}`), http.StatusBadRequest},
+		{"no request", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(`{"apiVersion":"admission.k8s.io/v1"}`), http.StatusBadRequest},
+		{"no user", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(mustJSON(t, map[string]any{"request": noUser})), http.StatusBadRequest},
+		{"an object that is not an object", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(`{"request": {"object": [1]}}`), http.StatusBadRequest},
+		{"an unknown resource", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(mustJSON(t, map[string]any{"request": unknown})), http.StatusNotFound},
+		{"an ambiguous resource", ambiguous, http.MethodPost, "/hooks/v", "", nil, http.StatusConflict},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,12 +149,19 @@ func TestServerErrors(t *testing.T) {
 			srv := httptest.NewServer(mux)
 			defer srv.Close()
 			body := tt.body
-			if body == "" {
-				body = mustJSON(t, good)
+			if body == nil {
+				body = strings.NewReader(mustJSON(t, good))
 			}
-			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(body))
+			req, err := http.NewRequest(tt.method, srv.URL+tt.path, body)
 			if err != nil {
 				t.Fatal(err)
+			}
+			switch tt.contentType {
+			case "":
+				req.Header.Set("Content-Type", "application/json")
+			case "-":
+			default:
+				req.Header.Set("Content-Type", tt.contentType)
 			}
 			resp, err := srv.Client().Do(req)
 			if err != nil {
@@ -152,6 +175,26 @@ func TestServerErrors(t *testing.T) {
 	}
 }
 
+// largeReview is a review of a KopfExample whose body is size bytes in
+// all, padded with a long annotation.
+func largeReview(t *testing.T, size int) []byte {
+	t.Helper()
+	body := kexBody()
+	body["metadata"].(m)["annotations"] = m{"padding": ""}
+	review := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": admissionRequest(t, Create, body, nil)}
+	short := len(mustJSON(t, review))
+	if short > size {
+		t.Fatalf("a review of %d bytes is too short for the example", size)
+	}
+	body["metadata"].(m)["annotations"] = m{"padding": strings.Repeat("x", size-short)}
+	review["request"] = admissionRequest(t, Create, body, nil)
+	data := []byte(mustJSON(t, review))
+	if len(data) != size {
+		t.Fatalf("the review has %d bytes, want %d", len(data), size)
+	}
+	return data
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	data, err := json.Marshal(v)
@@ -159,4 +202,63 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// Beyond MaxConcurrent reviews at once, a review is answered 429 with a
+// Retry-After of one second (the API server's client retries it then);
+// once a slot is free, reviews are served again.
+func TestServerBoundsConcurrentReviews(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	reg, k := kexKind()
+	entered, release := make(chan struct{}), make(chan struct{})
+	(&calls{}).add(k, Validating, "slow", func(*Request) error {
+		entered <- struct{}{}
+		<-release
+		return nil
+	})
+	(&calls{}).add(k, Validating, "fast", nil)
+	srv := httptest.NewServer(&Server{Registry: reg, MaxConcurrent: 2})
+	defer srv.Close()
+	review := func() admissionv1.AdmissionReview {
+		return admissionv1.AdmissionReview{Request: admissionRequest(t, Create, kexBody(), nil)}
+	}
+
+	body := mustJSON(t, review())
+	send := func(path string) (*http.Response, error) {
+		resp, err := srv.Client().Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return resp, err
+	}
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := send("/slow")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			codes <- resp.StatusCode
+		}()
+	}
+	<-entered
+	<-entered // both slots are taken
+	resp, err := send("/fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("a third review at once: HTTP %d, Retry-After %q; want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+
+	close(release)
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a slow review: HTTP %d, want 200", code)
+		}
+	}
+	if code, _ := post(t, srv, "/fast", review(), nil); code != http.StatusOK {
+		t.Errorf("a review once the slots are free: HTTP %d, want 200", code)
+	}
 }
