@@ -165,25 +165,32 @@ func findKind(reg *Registry, mapper meta.RESTMapper, in *admissionv1.AdmissionRe
 	return nil, &AmbiguousResourceError{Resource: gvr.String()}
 }
 
-// objectFor is the object the i-th of the selected handlers is given. The
-// request's object is decoded once, and the handlers share it (as Kopf's
-// handlers share their read-only body), except that a mutating handler
-// that is not the last one gets a copy of its own: a change it makes to
-// its object, by mistake (changes go into its patch), is then not seen
-// by the handlers after it.
+// objectFor is the object the i-th of the selected handlers is given.
+// The request's object is decoded once, and the filters and handlers
+// share it (as Kopf's handlers share their read-only body), except that a
+// mutating handler gets a copy of its own: a change it makes to its
+// object, by mistake (changes go into its patch), is then seen neither by
+// the handlers after it nor in the request's bodies, from which the
+// response's JSONPatch is made. A typed object is separate from the
+// bodies, so the last handler may take it even if it mutates.
 func objectFor(obj registry.Object, selected []*Handler, i int) registry.Object {
-	if selected[i].Type != Mutating || i == len(selected)-1 {
+	_, bodies := obj.(*unstructured.Unstructured)
+	if selected[i].Type != Mutating || !bodies && i == len(selected)-1 {
 		return obj
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return &unstructured.Unstructured{Object: fields.DeepCopy(u.Object).(map[string]any)}
 	}
 	return obj.DeepCopyObject().(registry.Object)
 }
 
-// decodeObject makes the kind's object from a body: a copy of it, so that
-// the handlers cannot change the bodies of their requests through it.
+// decodeObject makes the kind's object from a body: for unstructured
+// kinds, the body itself (no copy: handlers treat it as read-only, and
+// objectFor gives mutators copies).
 func decodeObject(k *Kind, body map[string]any) (registry.Object, error) {
 	obj := k.NewObject()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.Object = fields.DeepCopy(body).(map[string]any)
+		u.Object = body
 		return u, nil
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(body, obj); err != nil {

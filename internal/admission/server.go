@@ -1,11 +1,11 @@
 package admission
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"sync"
@@ -23,9 +23,17 @@ import (
 const MaxReviewBytes = 7 << 20
 
 // DefaultMaxConcurrentReviews is how many reviews a Server serves at once
-// unless told otherwise: enough for the API servers' bursts, few enough
-// that as many reviews of the largest size fit in an operator's memory.
-const DefaultMaxConcurrentReviews = 8
+// unless told otherwise: enough for the API servers' bursts of usual
+// reviews (of a few KiB), and, as a review over 1 MiB counts once per MiB
+// begun, two of the largest reviews at once. A review holds about eight
+// times its size in memory while its handlers run (its objects decoded;
+// BenchmarkAdmissionReview in test/bench), so the reviews in flight hold
+// at most some 130 MiB.
+const DefaultMaxConcurrentReviews = 16
+
+// reviewUnit is the size of a review that counts as one against
+// MaxConcurrent.
+const reviewUnit = 1 << 20
 
 // retryAfterSeconds is the Retry-After of a review refused for want of a
 // slot. The API server's client retries such answers after that delay,
@@ -46,13 +54,16 @@ type Server struct {
 	Mapper meta.RESTMapper
 	Logger logr.Logger
 	// MaxConcurrent bounds the reviews served at once (read, decoded, and
-	// in their handlers); zero means DefaultMaxConcurrentReviews. A review
-	// beyond the bound is answered at once with 429 Too Many Requests and a
-	// Retry-After of one second, before its body is read.
+	// in their handlers), which bounds the memory they take: a review over
+	// 1 MiB counts once per MiB begun (one of unknown length as one of
+	// MaxReviewBytes), up to the whole bound. Zero means
+	// DefaultMaxConcurrentReviews. A review beyond the bound is answered at
+	// once with 429 Too Many Requests and a Retry-After of one second,
+	// before its body is read; the API server retries it then.
 	MaxConcurrent int
 
-	once  sync.Once
-	slots chan struct{}
+	mu    sync.Mutex
+	inUse int
 }
 
 // ServeHTTP answers one review. Bad webhook calls get HTTP errors, as in
@@ -75,13 +86,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		s.refuse(w, req, status, err)
 		return
 	}
-	if !s.acquire() {
-		s.Logger.V(1).Info("Too many admission reviews at once: refused, to be retried.", "path", req.URL.Path, "limit", cap(s.slots))
+	weight := s.weight(req.ContentLength)
+	if !s.acquire(weight) {
+		s.Logger.V(1).Info("Too many admission reviews at once: refused, to be retried.", "path", req.URL.Path, "limit", s.limit())
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		http.Error(w, "too many admission reviews at once", http.StatusTooManyRequests)
 		return
 	}
-	defer s.release()
+	defer s.release(weight)
 	review, status, err := readReview(w, req)
 	if err != nil {
 		s.refuse(w, req, status, err)
@@ -128,24 +140,40 @@ func (s *Server) refuse(w http.ResponseWriter, req *http.Request, status int, er
 	http.Error(w, err.Error(), status)
 }
 
-// acquire takes one of the server's slots, if one is free.
-func (s *Server) acquire() bool {
-	s.once.Do(func() {
-		n := s.MaxConcurrent
-		if n <= 0 {
-			n = DefaultMaxConcurrentReviews
-		}
-		s.slots = make(chan struct{}, n)
-	})
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
-		return false
+// limit is the bound on concurrent reviews.
+func (s *Server) limit() int {
+	if s.MaxConcurrent > 0 {
+		return s.MaxConcurrent
 	}
+	return DefaultMaxConcurrentReviews
 }
 
-func (s *Server) release() { <-s.slots }
+// weight is how much of the bound a review of that length takes: one, or
+// one per MiB begun, but never more than the whole bound, so that a large
+// review is served when nothing else is.
+func (s *Server) weight(length int64) int {
+	if length < 0 || length > MaxReviewBytes {
+		length = MaxReviewBytes
+	}
+	return min(max(1, int((length+reviewUnit-1)/reviewUnit)), s.limit())
+}
+
+// acquire takes that much of the bound, if it is free.
+func (s *Server) acquire(weight int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inUse+weight > s.limit() {
+		return false
+	}
+	s.inUse += weight
+	return true
+}
+
+func (s *Server) release(weight int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inUse -= weight
+}
 
 // checkHeaders refuses, before anything is read, a call that cannot be a
 // review: no body, a body declared too large, or not JSON.
@@ -181,7 +209,11 @@ type requestIn struct {
 
 // readReview reads and decodes the review, at most MaxReviewBytes of it.
 func readReview(w http.ResponseWriter, req *http.Request) (*reviewIn, int, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxReviewBytes))
+	// Read into a buffer of the announced size, which the bound has
+	// checked, rather than one that grows by copies.
+	buf := bytes.NewBuffer(make([]byte, 0, max(req.ContentLength, 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, req.Body, MaxReviewBytes))
+	body := buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):

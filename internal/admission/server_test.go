@@ -206,7 +206,7 @@ func mustJSON(t *testing.T, v any) string {
 
 // Beyond MaxConcurrent reviews at once, a review is answered 429 with a
 // Retry-After of one second (the API server's client retries it then);
-// once a slot is free, reviews are served again.
+// once the bound has room, reviews are served again.
 func TestServerBoundsConcurrentReviews(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	reg, k := kexKind()
@@ -252,6 +252,16 @@ func TestServerBoundsConcurrentReviews(t *testing.T) {
 		t.Errorf("a third review at once: HTTP %d, Retry-After %q; want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 
+	// A large review counts for several: none fits beside the two.
+	resp, err = srv.Client().Post(srv.URL+"/fast", "application/json", bytes.NewReader(largeReview(t, 3<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a large review beside two: HTTP %d, want 429", resp.StatusCode)
+	}
+
 	close(release)
 	for range 2 {
 		if code := <-codes; code != http.StatusOK {
@@ -260,5 +270,40 @@ func TestServerBoundsConcurrentReviews(t *testing.T) {
 	}
 	if code, _ := post(t, srv, "/fast", review(), nil); code != http.StatusOK {
 		t.Errorf("a review once the slots are free: HTTP %d, want 200", code)
+	}
+	// Alone, a review larger than the whole bound is served.
+	resp, err = srv.Client().Post(srv.URL+"/fast", "application/json", bytes.NewReader(largeReview(t, 3<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a large review alone: HTTP %d, want 200", resp.StatusCode)
+	}
+}
+
+// A review counts once against the bound, or once per MiB begun if it is
+// larger, but never more than the whole bound.
+func TestServerWeighsReviews(t *testing.T) {
+	tests := []struct {
+		name   string
+		limit  int
+		length int64
+		want   int
+	}{
+		{"a small review", 16, 4 << 10, 1},
+		{"one MiB", 16, 1 << 20, 1},
+		{"one MiB and a byte", 16, 1<<20 + 1, 2},
+		{"the largest", 16, MaxReviewBytes, 7},
+		{"of unknown length", 16, -1, 7},
+		{"under a small bound", 4, MaxReviewBytes, 4},
+		{"the default bound", 0, MaxReviewBytes, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (&Server{MaxConcurrent: tt.limit}).weight(tt.length); got != tt.want {
+				t.Errorf("weight(%d) under %d = %d, want %d", tt.length, tt.limit, got, tt.want)
+			}
+		})
 	}
 }
