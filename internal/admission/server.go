@@ -2,13 +2,16 @@ package admission
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -30,6 +33,12 @@ const MaxReviewBytes = 7 << 20
 // BenchmarkAdmissionReview in test/bench), so the reviews in flight hold
 // at most some 130 MiB.
 const DefaultMaxConcurrentReviews = 16
+
+// bodyTimeout bounds the reading of a review's body, so that a caller who
+// sends it slowly, or not at all, does not hold its place in the bound on
+// concurrent reviews: the API server sends the body at once, and gives up
+// after the webhook's timeout, which is 30 s at most.
+const bodyTimeout = 30 * time.Second
 
 // reviewUnit is the size of a review that counts as one against
 // MaxConcurrent.
@@ -64,14 +73,17 @@ type Server struct {
 
 	mu    sync.Mutex
 	inUse int
+	// bodyTimeout replaces the package's, for tests.
+	bodyTimeout time.Duration
 }
 
 // ServeHTTP answers one review. Bad webhook calls get HTTP errors, as in
 // Kopf and in Kubernetes' own webhook servers (Pod Security admission):
 // 405 for other methods than POST; 400 for an empty body, another content
 // type than JSON, or an undecodable or incomplete review; 413 for a body
-// over MaxReviewBytes; 404 for resources without handlers; 409 for
-// ambiguous ones; 429 beyond MaxConcurrent reviews at once.
+// over MaxReviewBytes; 408 for a body not sent within 30 s; 404 for
+// resources without handlers; 409 for ambiguous ones; 429 beyond
+// MaxConcurrent reviews at once.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		http.Error(w, "admission reviews are POSTed", http.StatusMethodNotAllowed)
@@ -94,7 +106,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer s.release(weight)
-	review, status, err := readReview(w, req)
+	review, status, err := readReview(w, req, cmp.Or(s.bodyTimeout, bodyTimeout))
 	if err != nil {
 		s.refuse(w, req, status, err)
 		return
@@ -207,17 +219,28 @@ type requestIn struct {
 	OldObject map[string]any `json:"oldObject"`
 }
 
-// readReview reads and decodes the review, at most MaxReviewBytes of it.
-func readReview(w http.ResponseWriter, req *http.Request) (*reviewIn, int, error) {
+// readReview reads and decodes the review, at most MaxReviewBytes of it,
+// within the timeout.
+func readReview(w http.ResponseWriter, req *http.Request, timeout time.Duration) (*reviewIn, int, error) {
+	// Not every ResponseWriter has a connection (a recorder in tests).
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	// Read into a buffer of the announced size, which the bound has
 	// checked, rather than one that grows by copies.
 	buf := bytes.NewBuffer(make([]byte, 0, max(req.ContentLength, 0)+bytes.MinRead))
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, req.Body, MaxReviewBytes))
 	body := buf.Bytes()
+	if deadline && err == nil {
+		// The connection may serve more reviews. (After an error, the
+		// deadline stays, so that the connection is closed at once.)
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("the request body is too large: the limit is %d bytes", MaxReviewBytes)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, http.StatusRequestTimeout, fmt.Errorf("read the admission review: not sent within %s", timeout)
 	case err != nil:
 		return nil, http.StatusBadRequest, fmt.Errorf("read the admission review: %w", err)
 	}

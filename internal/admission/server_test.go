@@ -1,14 +1,18 @@
 package admission
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -305,5 +309,35 @@ func TestServerWeighsReviews(t *testing.T) {
 				t.Errorf("weight(%d) under %d = %d, want %d", tt.length, tt.limit, got, tt.want)
 			}
 		})
+	}
+}
+
+// A caller that does not send its review's body in time is answered 408,
+// and its place in the bound is given back meanwhile.
+func TestServerTimesOutSlowBodies(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	reg, k := kexKind()
+	(&calls{}).add(k, Validating, "v", nil)
+	srv := httptest.NewServer(&Server{Registry: reg, MaxConcurrent: 1, bodyTimeout: 200 * time.Millisecond})
+	defer srv.Close()
+	body := mustJSON(t, admissionv1.AdmissionReview{Request: admissionRequest(t, Create, kexBody(), nil)})
+
+	// The headers and half of the body, then nothing.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:len(body)/2])
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("a body sent in part: HTTP %d, want 408", resp.StatusCode)
+	}
+	if code, _ := post(t, srv, "/v", admissionv1.AdmissionReview{Request: admissionRequest(t, Create, kexBody(), nil)}, nil); code != http.StatusOK {
+		t.Errorf("the next review: HTTP %d, want 200", code)
 	}
 }
