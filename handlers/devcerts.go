@@ -76,7 +76,7 @@ func serveSelfSigned(mgr manager.Manager, asked bool) (devServing, error) {
 	o.TLSOpts = append(slices.Clip(o.TLSOpts), func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil }
 	})
-	reason := "it has no certificate and runs outside a cluster"
+	reason := "as it has none and runs outside a cluster"
 	if asked {
 		reason = "as asked"
 	}
