@@ -128,7 +128,7 @@ func TestWithServerFlags(t *testing.T) {
 func TestWebhookCertificates(t *testing.T) {
 	files := map[string]bool{
 		"/certs/tls.crt": true, "/certs/tls.key": true, "/certs/ca.crt": true,
-		"/half/tls.crt":                          true,
+		"/half/tls.crt": true,
 		filepath.Join(defaultCertDir(), "tls.crt"): false,
 	}
 	exists := func(path string) bool { return files[path] }
