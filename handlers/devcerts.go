@@ -25,8 +25,8 @@ import (
 
 // devServing is what the webhook server serves with when it serves with a
 // self-signed CA and certificate, as Kopf's WebhookServer makes
-// (docs/admission.md, "Certificates"). ca is nil when the server has
-// certificates of its own.
+// (docs/admission.md, "In development: no certificates"). ca is nil when
+// the server has certificates of its own.
 type devServing struct {
 	ca   []byte
 	host string

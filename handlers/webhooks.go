@@ -39,7 +39,7 @@ type WebhookOptions struct {
 	// the start, for development (the runner's --webhook-self-signed).
 	// Without it, the webhook server needs a certificate, except outside a
 	// cluster, where it serves with a self-signed one if it finds none
-	// (docs/admission.md, "Certificates").
+	// (docs/admission.md, "In development: no certificates").
 	SelfSigned bool
 	// MaxConcurrentReviews bounds the admission reviews served at once, a
 	// review over 1 MiB counting once per MiB begun; the excess is answered

@@ -28,8 +28,8 @@ const MaxReviewBytes = 7 << 20
 // DefaultMaxConcurrentReviews is how many reviews a Server serves at once
 // unless told otherwise: enough for the API servers' bursts of usual
 // reviews (of a few KiB), and, as a review over 1 MiB counts once per MiB
-// begun, two of the largest reviews at once. A review holds about eight
-// times its size in memory while its handlers run (its objects decoded;
+// begun, two of the largest reviews at once. A review holds 6 to 9 times
+// its size in memory while its handlers run (its objects decoded;
 // BenchmarkAdmissionReview in test/bench), so the reviews in flight hold
 // at most some 130 MiB.
 const DefaultMaxConcurrentReviews = 16
