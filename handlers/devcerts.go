@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -21,10 +23,10 @@ import (
 	"github.com/kopf-go/kopf/internal/selfsigned"
 )
 
-// devServing is what the webhook server serves with when it is given no
-// certificate: a self-signed CA and certificate, as Kopf's WebhookServer
-// makes (docs/admission.md, "In development"). ca is nil when the server
-// has certificates of its own.
+// devServing is what the webhook server serves with when it serves with a
+// self-signed CA and certificate, as Kopf's WebhookServer makes
+// (docs/admission.md, "In development: no certificates"). ca is nil when
+// the server has certificates of its own.
 type devServing struct {
 	ca   []byte
 	host string
@@ -32,21 +34,27 @@ type devServing struct {
 }
 
 // serveSelfSigned gives the manager's webhook server a self-signed
-// certificate if it has none (no files in its CertDir, no TLS options of
-// the program's), for the hosts the API server may use: localhost, the
-// server's own host, and the host at which a local cluster it recognises
-// reaches this machine.
-func serveSelfSigned(mgr manager.Manager) (devServing, error) {
+// certificate where one is meant (webhookCertificates), for the hosts the
+// API server may use: localhost, the server's own host, and the host at
+// which a local cluster it recognises reaches this machine. It is called
+// before anything is registered on the server, which fills in its
+// defaults (the certificate directory among them).
+func serveSelfSigned(mgr manager.Manager, asked bool) (devServing, error) {
 	ws, ok := mgr.GetWebhookServer().(*webhook.DefaultServer)
 	if !ok {
+		if asked {
+			return devServing{}, errors.New("serve the webhooks with a self-signed certificate: the webhook server is the program's own, which kopf-go cannot configure")
+		}
 		return devServing{}, nil // a server of the program's own
 	}
 	o := &ws.Options
-	certDir := cmp.Or(o.CertDir, filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"))
-	certName, keyName := cmp.Or(o.CertName, "tls.crt"), cmp.Or(o.KeyName, "tls.key")
 	dev := devServing{host: o.Host, port: cmp.Or(o.Port, webhook.DefaultPort)}
-	if len(o.TLSOpts) > 0 || exists(filepath.Join(certDir, certName)) && exists(filepath.Join(certDir, keyName)) {
-		return dev, nil
+	if o.Port < 0 {
+		return dev, nil // switched off
+	}
+	source, err := webhookCertificates(*o, asked, inCluster(), exists)
+	if err != nil || source != selfSignedCertificate {
+		return dev, err
 	}
 	guessed := selfsigned.GuessHost(apiServerCertificate(mgr.GetConfig()))
 	if dev.host == "" || dev.host == "0.0.0.0" || dev.host == "::" {
@@ -65,13 +73,81 @@ func serveSelfSigned(mgr manager.Manager) (devServing, error) {
 		return dev, fmt.Errorf("load the self-signed certificate: %w", err)
 	}
 	// Served from memory: no files to write, watch or clean up.
-	o.TLSOpts = append(o.TLSOpts, func(c *tls.Config) {
+	o.TLSOpts = append(slices.Clip(o.TLSOpts), func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil }
 	})
-	mgr.GetLogger().WithName("admission").Info("The webhook server has no certificate: it serves with a self-signed one, for development only.",
+	reason := "as it has none and runs outside a cluster"
+	if asked {
+		reason = "as asked"
+	}
+	mgr.GetLogger().WithName("admission").Info("The webhook server serves with a self-signed certificate, "+reason+": for development only.",
 		"hosts", hosts)
 	dev.ca = bundle.CA
 	return dev, nil
+}
+
+// certificateSource is what the webhook server serves with.
+type certificateSource int
+
+const (
+	// programCertificate: the program's TLS options give the certificate.
+	programCertificate certificateSource = iota
+	// certificateFiles: the files in the certificate directory, which
+	// controller-runtime watches and reloads.
+	certificateFiles
+	// selfSignedCertificate: one made at the start, kept in memory.
+	selfSignedCertificate
+)
+
+// defaultCertDir is controller-runtime's default certificate directory of
+// webhook servers, where kubebuilder's scaffolds mount the certificate.
+func defaultCertDir() string {
+	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+}
+
+// webhookCertificates decides what a webhook server with these options
+// serves with. A self-signed certificate is meant only when asked for, or
+// outside a cluster when there is no certificate: in a cluster, each
+// replica would make a CA of its own and write it into the managed
+// configurations, and the API server's calls would fail TLS, so a
+// missing certificate is an error there, as is a certificate directory
+// that is given but holds none (a typo, a Secret not mounted).
+func webhookCertificates(o webhook.Options, asked, inCluster bool, exists func(string) bool) (certificateSource, error) {
+	certDir := cmp.Or(o.CertDir, defaultCertDir())
+	if o.ClientCAName != "" && !exists(filepath.Join(certDir, o.ClientCAName)) {
+		return 0, fmt.Errorf("the webhook server's client CA %s (--webhook-client-ca-name) is not in its certificate directory %s (--webhook-cert-dir)", o.ClientCAName, certDir)
+	}
+	if asked {
+		return selfSignedCertificate, nil
+	}
+	probe := &tls.Config{}
+	for _, opt := range o.TLSOpts {
+		opt(probe)
+	}
+	if probe.GetCertificate != nil {
+		return programCertificate, nil
+	}
+	certName, keyName := cmp.Or(o.CertName, "tls.crt"), cmp.Or(o.KeyName, "tls.key")
+	if exists(filepath.Join(certDir, certName)) && exists(filepath.Join(certDir, keyName)) {
+		return certificateFiles, nil
+	}
+	const ask = "ask for a self-signed one for development (--webhook-self-signed, WebhookOptions.SelfSigned)"
+	if o.CertDir != "" && o.CertDir != defaultCertDir() {
+		return 0, fmt.Errorf("the webhook server's certificate directory %s holds no %s and %s: mount the certificate there (a cert-manager Secret), or %s",
+			o.CertDir, certName, keyName, ask)
+	}
+	if inCluster {
+		return 0, fmt.Errorf("the webhook server has no certificate (no %s and %s in %s) and the operator runs in a cluster, where a self-signed one would not be trusted: "+
+			"give the directory of one (--webhook-cert-dir, webhook.Options.CertDir; a cert-manager Secret), or %s", certName, keyName, certDir, ask)
+	}
+	return selfSignedCertificate, nil
+}
+
+// inCluster reports whether the operator runs in a cluster's pod: the
+// kubelet gives every container the API server's service in these
+// variables (client-go's in-cluster configuration reads them too).
+func inCluster() bool {
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
 }
 
 // clientConfig completes the managed configurations' client config: the

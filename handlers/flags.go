@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/kopf-go/kopf/internal/scopes"
@@ -56,10 +57,31 @@ type Flags struct {
 	// readiness fails while the operator is frozen or has lost its ring
 	// membership. Empty: off.
 	HealthProbeBindAddress string
-	// MetricsBindAddress is where the manager serves /metrics over HTTP
-	// (e.g. :8080), as kubebuilder's scaffolds name the flag; "0" switches
-	// the metrics off. Empty: not given (Options.MetricsBindAddress, or off).
+	// MetricsBindAddress is where the manager serves /metrics (e.g.
+	// :8443), as kubebuilder's scaffolds name the flag; "0" switches the
+	// metrics off. Empty: not given (Options.MetricsBindAddress, or off).
 	MetricsBindAddress string
+	// MetricsSecure, if false (--metrics-secure=false), serves /metrics
+	// over plain HTTP to anyone, instead of over HTTPS to the callers whom
+	// the API server authorizes. Nil: not given (Options.InsecureMetrics).
+	MetricsSecure *bool
+	// MetricsCertDir is the directory with the metrics server's tls.crt
+	// and tls.key (Options.MetricsCertDir); without it, the server makes a
+	// self-signed certificate.
+	MetricsCertDir string
+	// EnableHTTP2 lets the metrics and webhook servers speak HTTP/2
+	// (Options.EnableHTTP2); off, they speak HTTP/1.1 only.
+	EnableHTTP2 bool
+	// WebhookClientCAName names the CA file in the webhook server's
+	// certificate directory: the server then requires client certificates
+	// signed by it, i.e. the API server's (webhook.Options.ClientCAName).
+	WebhookClientCAName string
+	// WebhookSelfSigned serves the webhooks with a self-signed certificate,
+	// for development (WebhookOptions.SelfSigned).
+	WebhookSelfSigned bool
+	// WebhookMaxConcurrentReviews bounds the admission reviews served at
+	// once (WebhookOptions.MaxConcurrentReviews); 0: not given.
+	WebhookMaxConcurrentReviews int
 }
 
 // devPriority is the priority --dev gives, as in Kopf.
@@ -95,7 +117,13 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.StringVar(&f.Liveness, "L", "", "short for --liveness")
 	fs.StringVar(&f.ShardRing, "shard-ring", "", "share the objects with the other replicas of this ring")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", "", "serve /healthz and /readyz at this address, e.g. :8081 (default: off)")
-	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", `serve /metrics at this address, e.g. :8080 (default "0": off)`)
+	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", `serve /metrics at this address, e.g. :8443 (default "0": off)`)
+	fs.Var(optionalBool{&f.MetricsSecure}, "metrics-secure", "serve /metrics over HTTPS to the callers the API server authorizes (default true; false: plain HTTP to anyone)")
+	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "the directory with the metrics server's tls.crt and tls.key (default: a self-signed certificate)")
+	fs.BoolVar(&f.EnableHTTP2, "enable-http2", false, "let the metrics and webhook servers speak HTTP/2")
+	fs.StringVar(&f.WebhookClientCAName, "webhook-client-ca-name", "", "the CA file in --webhook-cert-dir that the API server's client certificate must be signed by (default: none required)")
+	fs.BoolVar(&f.WebhookSelfSigned, "webhook-self-signed", false, "serve the webhooks with a self-signed certificate, for development")
+	fs.IntVar(&f.WebhookMaxConcurrentReviews, "webhook-max-concurrent-reviews", 0, "admission reviews served at once, a review over 1 MiB counting once per MiB (default 16)")
 	if err := fs.Parse(args); err != nil {
 		return f, fmt.Errorf("parse the command line: %w", err)
 	}
@@ -110,6 +138,9 @@ func ParseFlags(args []string) (Flags, error) {
 	if f.Verbose && f.Quiet {
 		return f, errors.New("parse the command line: --verbose and --quiet exclude each other")
 	}
+	if f.WebhookMaxConcurrentReviews < 0 {
+		return f, errors.New("parse the command line: --webhook-max-concurrent-reviews must not be negative")
+	}
 	if f.AllNamespaces && len(f.Namespaces) > 0 {
 		return f, errors.New("parse the command line: --all-namespaces and --namespace exclude each other")
 	}
@@ -121,6 +152,27 @@ func ParseFlags(args []string) (Flags, error) {
 	}
 	return f, nil
 }
+
+// optionalBool is a boolean flag that remembers whether it was given.
+type optionalBool struct{ v **bool }
+
+func (b optionalBool) String() string {
+	if b.v == nil || *b.v == nil {
+		return ""
+	}
+	return strconv.FormatBool(**b.v)
+}
+
+func (b optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.v = &v
+	return nil
+}
+
+func (optionalBool) IsBoolFlag() bool { return true }
 
 // patternList is a repeatable flag of namespace patterns. A comma does
 // not separate values: it separates the globs of one pattern, as in

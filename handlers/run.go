@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/internal/reactor"
@@ -147,13 +146,17 @@ func runnerManagerOptions(logger logr.Logger, f Flags, opts Options, s reactor.S
 	// The manager's own stop deadline comes after the engine's grace, so
 	// that the engine can say what it leaves behind.
 	managerGrace := s.Daemons.ShutdownGrace + 10*time.Second
+	metrics, err := metricsOptions(logger, metricsAddress(f, opts), opts)
+	if err != nil {
+		return manager.Options{}, err
+	}
 	return manager.Options{
 		Logger:                  logger,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddress(f, opts)},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  f.HealthProbeBindAddress,
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
-		WebhookServer:           webhook.NewServer(webhookOptions(f, opts.WebhookServer)),
+		WebhookServer:           webhook.NewServer(withHTTP2(webhookOptions(f, opts.WebhookServer), opts.EnableHTTP2)),
 		Scheme:                  opts.Scheme,
 		Cache:                   cacheOpts,
 	}, nil
@@ -169,6 +172,9 @@ func webhookOptions(f Flags, o webhook.Options) webhook.Options {
 	}
 	if f.WebhookCertDir != "" {
 		o.CertDir = f.WebhookCertDir
+	}
+	if f.WebhookClientCAName != "" {
+		o.ClientCAName = f.WebhookClientCAName
 	}
 	return o
 }
@@ -187,7 +193,7 @@ func withFlags(opts Options, f Flags) Options {
 	if f.ShardRing != "" {
 		opts.Sharding.Ring = f.ShardRing
 	}
-	return opts
+	return withServerFlags(opts, f)
 }
 
 // metricsAddress is where the runner's manager serves metrics: the flag,

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/internal/reactor"
@@ -65,6 +66,13 @@ func TestParseFlags(t *testing.T) {
 		{"metrics as kubebuilder names the flag", []string{"--metrics-bind-address", ":8080"}, Flags{MetricsBindAddress: ":8080"}, false},
 		{"metrics off", []string{"--metrics-bind-address=0"}, Flags{MetricsBindAddress: "0"}, false},
 		{"a shard ring", []string{"--shard-ring=main"}, Flags{ShardRing: "main"}, false},
+		{"metrics over plain HTTP", []string{"--metrics-secure=false"}, Flags{MetricsSecure: ptr.To(false)}, false},
+		{"metrics over HTTPS, said", []string{"--metrics-secure"}, Flags{MetricsSecure: ptr.To(true)}, false},
+		{"metrics-secure is a boolean", []string{"--metrics-secure=maybe"}, Flags{}, true},
+		{"the servers' security", []string{"--metrics-cert-dir=/m", "--enable-http2", "--webhook-client-ca-name=ca.crt",
+			"--webhook-self-signed", "--webhook-max-concurrent-reviews=4"},
+			Flags{MetricsCertDir: "/m", EnableHTTP2: true, WebhookClientCAName: "ca.crt", WebhookSelfSigned: true, WebhookMaxConcurrentReviews: 4}, false},
+		{"a negative bound on reviews", []string{"--webhook-max-concurrent-reviews=-1"}, Flags{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,8 +207,8 @@ func TestRunnerManagerOptions(t *testing.T) {
 	if mopts.Scheme != s {
 		t.Error("the runner's manager does not use the given scheme")
 	}
-	got := webhookOptions(Flags{WebhookPort: 8443, WebhookCertDir: "/certs"}, webhook.Options{Host: "0.0.0.0", Port: 9443})
-	if got.Host != "0.0.0.0" || got.Port != 8443 || got.CertDir != "/certs" {
+	got := webhookOptions(Flags{WebhookPort: 8443, WebhookCertDir: "/certs", WebhookClientCAName: "ca.crt"}, webhook.Options{Host: "0.0.0.0", Port: 9443})
+	if got.Host != "0.0.0.0" || got.Port != 8443 || got.CertDir != "/certs" || got.ClientCAName != "ca.crt" {
 		t.Errorf("webhook options = %+v, want the flags over the options", got)
 	}
 }

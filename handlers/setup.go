@@ -93,10 +93,24 @@ type Options struct {
 	// manager's own applies.
 	Scheme *runtime.Scheme
 	// MetricsBindAddress is where the standalone runner's manager serves
-	// /metrics over HTTP (e.g. ":8080"); empty or "0": off. The runner's
+	// /metrics (e.g. ":8443"); empty or "0": off. The runner's
 	// --metrics-bind-address wins over it. Embedded, the manager's own
 	// metrics server serves kopf-go's metrics (docs/metrics.md).
 	MetricsBindAddress string
+	// InsecureMetrics makes the standalone runner serve /metrics over plain
+	// HTTP to anyone (--metrics-secure=false). By default it serves them
+	// over HTTPS, to the callers whom the API server's TokenReview and
+	// SubjectAccessReview allow, as kubebuilder's scaffolds do.
+	InsecureMetrics bool
+	// MetricsCertDir is the directory with the runner's metrics server's
+	// tls.crt and tls.key (--metrics-cert-dir). Default: a self-signed
+	// certificate made at the start.
+	MetricsCertDir string
+	// EnableHTTP2 lets the standalone runner's metrics and webhook servers
+	// speak HTTP/2 (--enable-http2). By default they speak HTTP/1.1 only,
+	// as kubebuilder's scaffolds do since HTTP/2's rapid reset attack
+	// (CVE-2023-44487).
+	EnableHTTP2 bool
 	// ErrorDelays are how long an object waits after unexpected errors in
 	// a row (API failures): default Kopf's 1, 1, 2, 3, 5, 8, ... 610 s (the
 	// last repeats); an empty, non-nil list leaves it to controller-runtime.

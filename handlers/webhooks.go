@@ -52,6 +52,17 @@ type WebhookOptions struct {
 	// knows: K3d, Minikube, Docker Desktop; else localhost); without a CA
 	// bundle, the self-signed CA's if the server serves with one.
 	ClientConfig admissionregistrationv1.WebhookClientConfig
+	// SelfSigned serves the webhooks with a self-signed certificate made at
+	// the start, for development (the runner's --webhook-self-signed).
+	// Without it, the webhook server needs a certificate, except outside a
+	// cluster, where it serves with a self-signed one if it finds none
+	// (docs/admission.md, "In development: no certificates").
+	SelfSigned bool
+	// MaxConcurrentReviews bounds the admission reviews served at once, a
+	// review over 1 MiB counting once per MiB begun; the excess is answered
+	// 429 with a Retry-After of one second, which the API server honours
+	// (the runner's --webhook-max-concurrent-reviews). Default 16.
+	MaxConcurrentReviews int
 }
 
 // SetupWebhooksWithManager serves the registry's validating and mutating
@@ -85,14 +96,16 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 
 	log := mgr.GetLogger().WithName("admission")
 	ws := mgr.GetWebhookServer()
+	// Before the first registration, which fills in the server's defaults.
+	dev, err := serveSelfSigned(mgr, opts.SelfSigned)
+	if err != nil {
+		return err
+	}
 	path := strings.TrimRight(opts.Path, "/")
 	if err := register(ws.Register, path+"/", &admission.Server{
 		Registry: served, Prefix: path, Mapper: mgr.GetRESTMapper(), Logger: log,
+		MaxConcurrent: opts.MaxConcurrentReviews,
 	}); err != nil {
-		return err
-	}
-	dev, err := serveSelfSigned(mgr)
-	if err != nil {
 		return err
 	}
 	if opts.Managed == "" {

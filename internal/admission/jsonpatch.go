@@ -3,6 +3,8 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -34,17 +36,18 @@ func (o Op) MarshalJSON() ([]byte, error) {
 }
 
 // JSONPatch renders merge patches as the JSONPatch that the API server
-// applies to a mutated object: the patches are applied to a copy of the
-// body one after another (maps merge, null removes, anything else
-// replaces), and the result is compared with the body. Like Kopf, it leaves
-// out no-op changes (removing what is absent, setting what is there
-// already). Lists are replaced whole. Values that do not encode as JSON are
-// refused.
+// applies to a mutated object: the patches are applied to the body one
+// after another (maps merge, null removes, anything else replaces), and
+// the result is compared with the body. Like Kopf, it leaves out no-op
+// changes (removing what is absent, setting what is there already). Lists
+// are replaced whole. Values that do not encode as JSON are refused. The
+// body is not changed, nor copied: the result shares with it whatever the
+// patches leave alone, so its cost is the patches', not the object's.
 func JSONPatch(body map[string]any, patches ...*patch.Patch) ([]Op, error) {
 	if body == nil {
 		body = map[string]any{}
 	}
-	target := fields.DeepCopy(body).(map[string]any)
+	target := body
 	for _, p := range patches {
 		if p == nil || p.IsEmpty() {
 			continue
@@ -53,7 +56,7 @@ func JSONPatch(body map[string]any, patches ...*patch.Patch) ([]Op, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode the patch: %w", err)
 		}
-		mergePatch(target, plain.(map[string]any))
+		target, _ = mergePatch(target, plain.(map[string]any))
 	}
 	var ops []Op
 	diffOps(body, target, "", &ops)
@@ -64,12 +67,27 @@ func JSONPatch(body map[string]any, patches ...*patch.Patch) ([]Op, error) {
 // before rendering it: null removes the key if it is there, a map applies
 // key by key (creating the maps on the way only when it sets something),
 // anything else replaces. So removing under an absent key, or an empty map,
-// changes nothing.
-func mergePatch(doc, p map[string]any) {
+// changes nothing. The document stays as it is: a map that changes is
+// copied first (shallowly), and the result shares the rest with it;
+// changed says whether the result differs from doc.
+func mergePatch(doc, p map[string]any) (out map[string]any, changed bool) {
+	out = doc
+	set := func(k string, v any, remove bool) {
+		if !changed {
+			out, changed = maps.Clone(doc), true
+		}
+		if remove {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
 	for k, v := range p {
 		switch v := v.(type) {
 		case nil:
-			delete(doc, k)
+			if _, ok := doc[k]; ok {
+				set(k, nil, true)
+			}
 		case map[string]any:
 			child, ok := doc[k].(map[string]any)
 			if !ok {
@@ -77,13 +95,15 @@ func mergePatch(doc, p map[string]any) {
 					continue
 				}
 				child = map[string]any{}
-				doc[k] = child
 			}
-			mergePatch(child, v)
+			if merged, childChanged := mergePatch(child, v); childChanged || !ok {
+				set(k, merged, false)
+			}
 		default:
-			doc[k] = fields.DeepCopy(v)
+			set(k, fields.DeepCopy(v), false)
 		}
 	}
+	return out, changed
 }
 
 // setsValues reports whether a merge patch sets anything (rather than only
@@ -109,6 +129,9 @@ func setsValues(p map[string]any) bool {
 func diffOps(a, b any, path string, ops *[]Op) {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
+	if aok && bok && sameMap(am, bm) {
+		return // a part that no patch touched
+	}
 	if !aok || !bok {
 		if !fields.Equal(a, b) {
 			*ops = append(*ops, Op{Op: "replace", Path: path, Value: b})
@@ -138,6 +161,11 @@ func diffOps(a, b any, path string, ops *[]Op) {
 			diffOps(av, bv, sub, ops)
 		}
 	}
+}
+
+// sameMap reports whether a and b are one map, not two equal ones.
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // escapePointer escapes a key for a JSON pointer (RFC 6901): "~" becomes

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,20 +74,23 @@ type MissingDataError struct{ Message string }
 func (e *MissingDataError) Error() string { return e.Message }
 
 // newRequest decodes the parts of a review that all handlers share.
-func newRequest(in *admissionv1.AdmissionRequest, headers http.Header, peers []*x509.Certificate) (*Request, error) {
+func newRequest(input Input) (*Request, error) {
+	in, headers := input.Request, input.Headers
 	if in == nil {
 		return nil, &MissingDataError{Message: "the admission review has no request"}
 	}
 	if in.UserInfo.Username == "" && in.UserInfo.UID == "" && len(in.UserInfo.Groups) == 0 {
 		return nil, &MissingDataError{Message: "user info is missing from the admission request"}
 	}
-	newBody, err := decodeBody(in.Object.Raw)
-	if err != nil {
-		return nil, fmt.Errorf("decode the object: %w", err)
-	}
-	oldBody, err := decodeBody(in.OldObject.Raw)
-	if err != nil {
-		return nil, fmt.Errorf("decode the old object: %w", err)
+	newBody, oldBody := input.New, input.Old
+	if newBody == nil && oldBody == nil {
+		var err error
+		if newBody, err = decodeBody(in.Object.Raw); err != nil {
+			return nil, fmt.Errorf("decode the object: %w", err)
+		}
+		if oldBody, err = decodeBody(in.OldObject.Raw); err != nil {
+			return nil, fmt.Errorf("decode the old object: %w", err)
+		}
 	}
 	body := newBody
 	if body == nil {
@@ -114,7 +116,7 @@ func newRequest(in *admissionv1.AdmissionRequest, headers http.Header, peers []*
 		New:              newBody,
 		Diff:             diff.Compute(orNil(oldBody), orNil(newBody)),
 		Headers:          headers,
-		PeerCertificates: peers,
+		PeerCertificates: input.PeerCertificates,
 	}, nil
 }
 

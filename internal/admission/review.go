@@ -42,6 +42,10 @@ func (e *AmbiguousResourceError) Error() string {
 // Input is one admission request as the webhook server received it.
 type Input struct {
 	Request *admissionv1.AdmissionRequest
+	// New and Old are the request's objects, decoded already: the webhook
+	// server decodes a review in one pass. When both are nil, they are
+	// decoded from the request's raw objects.
+	New, Old map[string]any
 	// Hint narrows the handlers (the id from the URL path).
 	Hint Hint
 	// Headers and PeerCertificates come from the HTTP request.
@@ -56,7 +60,7 @@ type Input struct {
 // (MissingDataError, UnknownResourceError, AmbiguousResourceError, an
 // undecodable object), not about the API request under review.
 func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input) (*admissionv1.AdmissionResponse, error) {
-	r, err := newRequest(in.Request, in.Headers, in.PeerCertificates)
+	r, err := newRequest(in)
 	if err != nil {
 		return nil, err
 	}
@@ -79,12 +83,9 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 	resp := &admissionv1.AdmissionResponse{UID: in.Request.UID}
 	var errs []error
 	var patches []*patch.Patch
-	for _, h := range selected {
+	for i, h := range selected {
 		hr := r.forHandler(h)
-		hobj, err := decodeObject(kind, r.Body) // each handler gets its own copy
-		if err == nil {
-			err = call(logr.NewContext(ctx, log.WithValues("handler", h.ID)), h, hobj, hr)
-		}
+		err := call(logr.NewContext(ctx, log.WithValues("handler", h.ID)), h, objectFor(obj, selected, i), hr)
 		if _, panicked := err.(*contain.Panic); panicked {
 			metrics.CallbackPanicked(kindLabel, metrics.CallbackWebhook, h.ID)
 		}
@@ -168,11 +169,32 @@ func findKind(reg *Registry, mapper meta.RESTMapper, in *admissionv1.AdmissionRe
 	return nil, &AmbiguousResourceError{Resource: gvr.String()}
 }
 
-// decodeObject makes the kind's object from a body.
+// objectFor is the object the i-th of the selected handlers is given.
+// The request's object is decoded once, and the filters and handlers
+// share it (as Kopf's handlers share their read-only body), except that a
+// mutating handler gets a copy of its own: a change it makes to its
+// object, by mistake (changes go into its patch), is then seen neither by
+// the handlers after it nor in the request's bodies, from which the
+// response's JSONPatch is made. A typed object is separate from the
+// bodies, so the last handler may take it even if it mutates.
+func objectFor(obj registry.Object, selected []*Handler, i int) registry.Object {
+	_, bodies := obj.(*unstructured.Unstructured)
+	if selected[i].Type != Mutating || !bodies && i == len(selected)-1 {
+		return obj
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return &unstructured.Unstructured{Object: fields.DeepCopy(u.Object).(map[string]any)}
+	}
+	return obj.DeepCopyObject().(registry.Object)
+}
+
+// decodeObject makes the kind's object from a body: for unstructured
+// kinds, the body itself (no copy: handlers treat it as read-only, and
+// objectFor gives mutators copies).
 func decodeObject(k *Kind, body map[string]any) (registry.Object, error) {
 	obj := k.NewObject()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.Object = fields.DeepCopy(body).(map[string]any)
+		u.Object = body
 		return u, nil
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(body, obj); err != nil {

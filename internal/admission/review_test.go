@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -149,8 +151,82 @@ func TestRequestPassedToHandlers(t *testing.T) {
 	if !ok || u.GetName() != "name1" || u.GetLabels()["somelabel"] != "somevalue" {
 		t.Errorf("object = %#v, want the new body", c.objs[0])
 	}
-	if c.objs[0] == c.objs[1] {
-		t.Error("handlers share an object")
+}
+
+// The object is decoded once per review. Validators share it; a mutator
+// gets a copy of its own, so that a change it makes to its object is seen
+// by no other handler, nor in the request's bodies. Unstructured objects
+// are the request's body itself; a typed object is separate from it, so
+// a mutator that runs last takes the shared one.
+func TestObjectsOfHandlers(t *testing.T) {
+	tests := []struct {
+		name  string
+		types []Type
+		// want is, for each handler in order, the index of the first
+		// handler given the same object: unstructured, and typed.
+		want, wantTyped []int
+	}{
+		{"validators share one object", []Type{Validating, Validating, Validating}, []int{0, 0, 0}, []int{0, 0, 0}},
+		{"a mutator alone", []Type{Mutating}, []int{0}, []int{0}},
+		{"a mutator last", []Type{Validating, Mutating}, []int{0, 1}, []int{0, 0}},
+		{"a mutator first", []Type{Mutating, Validating}, []int{0, 1}, []int{0, 1}},
+		{"several mutators", []Type{Mutating, Validating, Mutating, Mutating, Validating, Mutating},
+			[]int{0, 1, 2, 3, 1, 5}, []int{0, 1, 2, 3, 1, 1}},
+	}
+	typed := func() (*Registry, *Kind, *admissionv1.AdmissionRequest) {
+		k := &Kind{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), NewObject: func() registry.Object { return &corev1.ConfigMap{} }}
+		req := admissionRequest(t, Create, m{"apiVersion": "v1", "kind": "ConfigMap", "metadata": m{"name": "cm", "labels": m{"a": "b"}}}, nil)
+		req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+		req.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+		return &Registry{Kinds: []*Kind{k}}, k, req
+	}
+	unstructuredKind := func() (*Registry, *Kind, *admissionv1.AdmissionRequest) {
+		reg, k := kexKind()
+		return reg, k, admissionRequest(t, Create, kexBody(), nil)
+	}
+	for _, tt := range tests {
+		for _, kind := range []struct {
+			name string
+			make func() (*Registry, *Kind, *admissionv1.AdmissionRequest)
+			want []int
+		}{{"unstructured", unstructuredKind, tt.want}, {"typed", typed, tt.wantTyped}} {
+			t.Run(tt.name+"/"+kind.name, func(t *testing.T) {
+				reg, k, req := kind.make()
+				c := &calls{}
+				var changed []string
+				for i, typ := range tt.types {
+					id := fmt.Sprintf("h%d", i)
+					c.add(k, typ, id, func(r *Request) error {
+						obj := c.objs[len(c.objs)-1]
+						bodyLabels := r.Body["metadata"].(map[string]any)["labels"].(map[string]any)
+						if v := obj.GetLabels()["changed-by"]; v != "" || bodyLabels["changed-by"] != nil {
+							changed = append(changed, fmt.Sprintf("%s sees the change of %s%v", id, v, bodyLabels["changed-by"]))
+						}
+						if typ == Mutating { // by mistake: changes go into the patch
+							obj.SetLabels(map[string]string{"changed-by": id})
+						}
+						return nil
+					})
+				}
+				resp, err := Review(context.Background(), reg, nil, Input{Request: req})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := make([]int, len(c.objs))
+				for i, obj := range c.objs {
+					got[i] = slices.Index(c.objs, obj)
+				}
+				if diff := cmp.Diff(kind.want, got); diff != "" {
+					t.Errorf("the handlers' objects, as the index of the first handler with the same (-want +got):\n%s", diff)
+				}
+				if len(changed) > 0 {
+					t.Errorf("a mutator's change to its object is seen: %q", changed)
+				}
+				if resp.Patch != nil {
+					t.Errorf("the response patches %s; want no patch, as no handler patched", resp.Patch)
+				}
+			})
+		}
 	}
 }
 

@@ -1,13 +1,18 @@
 package admission
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -26,7 +31,11 @@ func post(t *testing.T, srv *httptest.Server, path string, review any, header ht
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header = header
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -110,21 +119,32 @@ func TestServerErrors(t *testing.T) {
 	noUser := admissionRequest(t, Create, kexBody(), nil)
 	noUser.UserInfo.Username, noUser.UserInfo.UID, noUser.UserInfo.Groups = "", "", nil
 	tests := []struct {
-		name   string
-		reg    *Registry
-		method string
-		path   string
-		body   string
-		want   int
+		name        string
+		reg         *Registry
+		method      string
+		path        string
+		contentType string
+		body        io.Reader
+		want        int
 	}{
-		{"fine", reg, http.MethodPost, "/hooks/v", "", http.StatusOK},
-		{"not a POST", reg, http.MethodGet, "/hooks/v", "", http.StatusMethodNotAllowed},
-		{"outside the prefix", reg, http.MethodPost, "/other/v", "", http.StatusNotFound},
-		{"not JSON", reg, http.MethodPost, "/hooks/v", "{", http.StatusBadRequest},
-		{"no request", reg, http.MethodPost, "/hooks/v", `{"apiVersion":"admission.k8s.io/v1"}`, http.StatusBadRequest},
-		{"no user", reg, http.MethodPost, "/hooks/v", mustJSON(t, map[string]any{"request": noUser}), http.StatusBadRequest},
-		{"an unknown resource", reg, http.MethodPost, "/hooks/v", mustJSON(t, map[string]any{"request": unknown}), http.StatusNotFound},
-		{"an ambiguous resource", ambiguous, http.MethodPost, "/hooks/v", "", http.StatusConflict},
+		{"fine", reg, http.MethodPost, "/hooks/v", "", nil, http.StatusOK},
+		{"json with a charset", reg, http.MethodPost, "/hooks/v", "application/json; charset=utf-8", nil, http.StatusOK},
+		{"not a POST", reg, http.MethodGet, "/hooks/v", "", nil, http.StatusMethodNotAllowed},
+		{"outside the prefix", reg, http.MethodPost, "/other/v", "", nil, http.StatusNotFound},
+		{"no content type", reg, http.MethodPost, "/hooks/v", "-", nil, http.StatusBadRequest},
+		{"another content type", reg, http.MethodPost, "/hooks/v", "application/yaml", nil, http.StatusBadRequest},
+		{"a malformed content type", reg, http.MethodPost, "/hooks/v", "application/json; =", nil, http.StatusBadRequest},
+		{"an empty body", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(""), http.StatusBadRequest},
+		{"too large", reg, http.MethodPost, "/hooks/v", "", bytes.NewReader(largeReview(t, MaxReviewBytes+1)), http.StatusRequestEntityTooLarge},
+		{"too large, of no declared length", reg, http.MethodPost, "/hooks/v", "", io.MultiReader(bytes.NewReader(largeReview(t, MaxReviewBytes+1))), http.StatusRequestEntityTooLarge},
+		{"as large as allowed", reg, http.MethodPost, "/hooks/v", "", bytes.NewReader(largeReview(t, MaxReviewBytes)), http.StatusOK},
+		{"not JSON", reg, http.MethodPost, "/hooks/v", "", strings.NewReader("{"), http.StatusBadRequest},
+		{"not a review", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(`{"request": "yes"}`), http.StatusBadRequest},
+		{"no request", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(`{"apiVersion":"admission.k8s.io/v1"}`), http.StatusBadRequest},
+		{"no user", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(mustJSON(t, map[string]any{"request": noUser})), http.StatusBadRequest},
+		{"an object that is not an object", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(`{"request": {"object": [1]}}`), http.StatusBadRequest},
+		{"an unknown resource", reg, http.MethodPost, "/hooks/v", "", strings.NewReader(mustJSON(t, map[string]any{"request": unknown})), http.StatusNotFound},
+		{"an ambiguous resource", ambiguous, http.MethodPost, "/hooks/v", "", nil, http.StatusConflict},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,12 +153,19 @@ func TestServerErrors(t *testing.T) {
 			srv := httptest.NewServer(mux)
 			defer srv.Close()
 			body := tt.body
-			if body == "" {
-				body = mustJSON(t, good)
+			if body == nil {
+				body = strings.NewReader(mustJSON(t, good))
 			}
-			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(body))
+			req, err := http.NewRequest(tt.method, srv.URL+tt.path, body)
 			if err != nil {
 				t.Fatal(err)
+			}
+			switch tt.contentType {
+			case "":
+				req.Header.Set("Content-Type", "application/json")
+			case "-":
+			default:
+				req.Header.Set("Content-Type", tt.contentType)
 			}
 			resp, err := srv.Client().Do(req)
 			if err != nil {
@@ -152,6 +179,26 @@ func TestServerErrors(t *testing.T) {
 	}
 }
 
+// largeReview is a review of a KopfExample whose body is size bytes in
+// all, padded with a long annotation.
+func largeReview(t *testing.T, size int) []byte {
+	t.Helper()
+	body := kexBody()
+	body["metadata"].(m)["annotations"] = m{"padding": ""}
+	review := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": admissionRequest(t, Create, body, nil)}
+	short := len(mustJSON(t, review))
+	if short > size {
+		t.Fatalf("a review of %d bytes is too short for the example", size)
+	}
+	body["metadata"].(m)["annotations"] = m{"padding": strings.Repeat("x", size-short)}
+	review["request"] = admissionRequest(t, Create, body, nil)
+	data := []byte(mustJSON(t, review))
+	if len(data) != size {
+		t.Fatalf("the review has %d bytes, want %d", len(data), size)
+	}
+	return data
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	data, err := json.Marshal(v)
@@ -159,4 +206,138 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// Beyond MaxConcurrent reviews at once, a review is answered 429 with a
+// Retry-After of one second (the API server's client retries it then);
+// once the bound has room, reviews are served again.
+func TestServerBoundsConcurrentReviews(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	reg, k := kexKind()
+	entered, release := make(chan struct{}), make(chan struct{})
+	(&calls{}).add(k, Validating, "slow", func(*Request) error {
+		entered <- struct{}{}
+		<-release
+		return nil
+	})
+	(&calls{}).add(k, Validating, "fast", nil)
+	srv := httptest.NewServer(&Server{Registry: reg, MaxConcurrent: 2})
+	defer srv.Close()
+	review := func() admissionv1.AdmissionReview {
+		return admissionv1.AdmissionReview{Request: admissionRequest(t, Create, kexBody(), nil)}
+	}
+
+	body := mustJSON(t, review())
+	send := func(path string) (*http.Response, error) {
+		resp, err := srv.Client().Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return resp, err
+	}
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := send("/slow")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			codes <- resp.StatusCode
+		}()
+	}
+	<-entered
+	<-entered // both slots are taken
+	resp, err := send("/fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("a third review at once: HTTP %d, Retry-After %q; want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+
+	// A large review counts for several: none fits beside the two.
+	resp, err = srv.Client().Post(srv.URL+"/fast", "application/json", bytes.NewReader(largeReview(t, 3<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a large review beside two: HTTP %d, want 429", resp.StatusCode)
+	}
+
+	close(release)
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a slow review: HTTP %d, want 200", code)
+		}
+	}
+	if code, _ := post(t, srv, "/fast", review(), nil); code != http.StatusOK {
+		t.Errorf("a review once the slots are free: HTTP %d, want 200", code)
+	}
+	// Alone, a review larger than the whole bound is served.
+	resp, err = srv.Client().Post(srv.URL+"/fast", "application/json", bytes.NewReader(largeReview(t, 3<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a large review alone: HTTP %d, want 200", resp.StatusCode)
+	}
+}
+
+// A review counts once against the bound, or once per MiB begun if it is
+// larger, but never more than the whole bound.
+func TestServerWeighsReviews(t *testing.T) {
+	tests := []struct {
+		name   string
+		limit  int
+		length int64
+		want   int
+	}{
+		{"a small review", 16, 4 << 10, 1},
+		{"one MiB", 16, 1 << 20, 1},
+		{"one MiB and a byte", 16, 1<<20 + 1, 2},
+		{"the largest", 16, MaxReviewBytes, 7},
+		{"of unknown length", 16, -1, 7},
+		{"under a small bound", 4, MaxReviewBytes, 4},
+		{"the default bound", 0, MaxReviewBytes, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (&Server{MaxConcurrent: tt.limit}).weight(tt.length); got != tt.want {
+				t.Errorf("weight(%d) under %d = %d, want %d", tt.length, tt.limit, got, tt.want)
+			}
+		})
+	}
+}
+
+// A caller that does not send its review's body in time is answered 408,
+// and its place in the bound is given back meanwhile.
+func TestServerTimesOutSlowBodies(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	reg, k := kexKind()
+	(&calls{}).add(k, Validating, "v", nil)
+	srv := httptest.NewServer(&Server{Registry: reg, MaxConcurrent: 1, bodyTimeout: 200 * time.Millisecond})
+	defer srv.Close()
+	body := mustJSON(t, admissionv1.AdmissionReview{Request: admissionRequest(t, Create, kexBody(), nil)})
+
+	// The headers and half of the body, then nothing.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:len(body)/2])
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("a body sent in part: HTTP %d, want 408", resp.StatusCode)
+	}
+	if code, _ := post(t, srv, "/v", admissionv1.AdmissionReview{Request: admissionRequest(t, Create, kexBody(), nil)}, nil); code != http.StatusOK {
+		t.Errorf("the next review: HTTP %d, want 200", code)
+	}
 }

@@ -19,10 +19,11 @@ import (
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
-// Webhooks in development, as with Kopf's WebhookServer: no certificate,
-// no CA bundle and no URL given, the operator serves with a self-signed
-// certificate, and the managed configuration points the API server at it
-// with its CA. The API server then calls the validating handler.
+// Webhooks in development, as with Kopf's WebhookServer: outside a
+// cluster, with no certificate, no CA bundle and no URL given, the
+// operator serves with a self-signed certificate, and the managed
+// configuration points the API server at it with its CA. The API server
+// then calls the validating handler.
 func TestWebhooksWithoutCertificates(t *testing.T) {
 	kopftest.NoLeaks(t)
 	reg := handlers.NewRegistry()
@@ -35,12 +36,14 @@ func TestWebhooksWithoutCertificates(t *testing.T) {
 	})
 	_, portText, _ := net.SplitHostPort(testenv.FreeAddress(t))
 	port, _ := strconv.Atoi(portText)
+	// No certificate: controller-runtime's default directory, under a
+	// temporary directory of the test's own, so that no other test's files
+	// are found. Outside a cluster, that is the development setting.
+	t.Setenv("TMPDIR", t.TempDir())
 	mgr, err := manager.New(cfg, manager.Options{
-		Logger:  logr.Discard(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// No certificate: an empty directory of its own, so that no other
-		// test's files are found.
-		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: t.TempDir()}),
+		Logger:        logr.Discard(),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -25,13 +25,16 @@ import (
 const extraManaged = "auto.kopf.dev"
 
 // TestAdmissionExample runs 17-admission with its webhook server on
-// 127.0.0.1 and no certificate: the operator serves with a self-signed one
-// and points the managed webhook configurations at itself with its CA, as
-// in development. The configurations apply to every
-// KopfExample of the cluster, so this test runs alone (not in parallel).
+// 127.0.0.1 and no certificate, outside a cluster: the operator serves
+// with a self-signed one and points the managed webhook configurations at
+// itself with its CA, as in development. The configurations apply to
+// every KopfExample of the cluster, so this test runs alone (not in
+// parallel).
 func TestAdmissionExample(t *testing.T) {
 	ctx := context.Background()
-	certDir := t.TempDir() // empty: no certificate of the test's
+	// controller-runtime's default certificate directory is under $TMPDIR:
+	// an empty one of the test's, so that no certificate is found.
+	tmp := t.TempDir()
 	// Should the operator not clean up (a failed test kills it), the
 	// webhooks would refuse every KopfExample of the later tests. This runs
 	// after the operator's own cleanup, which kills it.
@@ -39,8 +42,7 @@ func TestAdmissionExample(t *testing.T) {
 
 	ns := env.Namespace(t)
 	port := extraFreePort(t)
-	op := extraStart(t, "17-admission", ns, "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
-		"--webhook-cert-dir="+certDir)
+	op := startWithEnv(t, "17-admission", ns, []string{"TMPDIR=" + tmp, "KUBERNETES_SERVICE_HOST="}, "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port))
 	extraWaitForWebhooks(t, op, []string{"authhook", "validate1", "validate2.spec.field", "validate-subresources"}, []string{"mutate1"})
 
 	warnings := &extraWarnings{}

@@ -10,13 +10,14 @@ import (
 )
 
 // The runner's --metrics-bind-address is a contract of the command line:
-// `go run ./examples/01-minimal --standalone --metrics-bind-address=...`
-// serves /metrics, where, once one object is handled, create_fn is
-// counted once with the outcome success.
+// `go run ./examples/01-minimal --standalone --metrics-bind-address=...
+// --metrics-secure=false` serves /metrics over plain HTTP, where, once one
+// object is handled, create_fn is counted once with the outcome success.
+// (TestMetricsAreServedToAuthorizedCallers scrapes the default, HTTPS.)
 func TestMetricsEndpoint(t *testing.T) {
 	ns := env.Namespace(t)
 	at := fmt.Sprintf("127.0.0.1:%d", extraFreePort(t))
-	op := startExample(t, "01-minimal", ns, "--metrics-bind-address="+at)
+	op := startExample(t, "01-minimal", ns, "--metrics-bind-address="+at, "--metrics-secure=false")
 
 	if err := env.Client.Create(context.Background(), exampleObject(t, ns)); err != nil {
 		t.Fatalf("create the object: %v", err)

@@ -35,7 +35,7 @@ func TestWebhookPanics(t *testing.T) {
 	ns := env.Namespace(t)
 	host, port, _ := strings.Cut(testenv.FreeAddress(t), ":")
 	op := startOperator(t, ns, []string{"--webhooks"},
-		"--webhook-host="+host, "--webhook-port="+port, "--webhook-cert-dir="+t.TempDir())
+		"--webhook-host="+host, "--webhook-port="+port, "--webhook-self-signed")
 	op.waitFor(t, "the webhooks are configured", func() bool {
 		config := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: managed}, config); err != nil {

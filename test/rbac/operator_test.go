@@ -129,9 +129,10 @@ func waitFor(t *testing.T, what string, missing func() string) {
 }
 
 // scrape gets the metrics at addr with the bearer token, and tells whether
-// they were served (200). The runner serves them over HTTPS by default
-// (with a self-signed certificate unless given one, hence no
-// verification here) and over plain HTTP with --metrics-secure=false.
+// they were served (200). The runner serves them over HTTPS by default,
+// with a self-signed certificate unless given one, hence no verification
+// here; the token is what the operator's TokenReview and
+// SubjectAccessReview ask the API server about.
 func scrape(addr, bearer string) (int, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the runner's self-signed certificate
@@ -150,9 +151,5 @@ func scrape(addr, bearer string) (int, error) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, nil
 	}
-	code, err := get("https")
-	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
-		return get("http")
-	}
-	return code, err
+	return get("https")
 }
