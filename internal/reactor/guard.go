@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -124,21 +123,20 @@ func (w *writer) sendStatus(ctx context.Context, obj client.Object, status map[s
 	}
 }
 
-// refresh reads the object's metadata from the API server (a cache may
-// lag behind the conflict it explains) and takes its resourceVersion into
-// obj if it is still the same object; a goneError if not.
+// refresh learns the object's live resourceVersion (a cache may lag
+// behind the conflict it explains) and takes it into obj if it is still
+// the same object; a goneError if not. It asks with a patch that changes
+// nothing but names the uid: the API server answers a no-op patch with
+// the stored object (read afresh, not from its watch cache) without
+// writing, and refuses it if another object has the name now. So the
+// engine needs no `get` on the kinds it handles, only the `patch` it
+// writes with (docs/deploying.md, RBAC).
 func (w *writer) refresh(ctx context.Context, obj client.Object) error {
-	live := &metav1.PartialObjectMetadata{}
-	live.SetGroupVersionKind(w.gvk)
-	err := w.clients.direct.Get(ctx, client.ObjectKeyFromObject(obj), live)
-	switch {
-	case apierrors.IsNotFound(err):
-		return w.gone(obj, false)
-	case err != nil:
+	if err := w.send(ctx, obj, withUID(obj, nil), false); err != nil {
+		if _, ok := asGone(err); ok {
+			return err
+		}
 		return fmt.Errorf("read %s %s: %w", w.gvk.Kind, client.ObjectKeyFromObject(obj), err)
-	case live.GetUID() != obj.GetUID():
-		return w.gone(obj, true)
 	}
-	obj.SetResourceVersion(live.GetResourceVersion())
 	return nil
 }

@@ -40,11 +40,11 @@ func TestHostApplyGuards(t *testing.T) {
 		{name: "the cache shows the next object: nothing is sent", cache: "next", recreated: true,
 			requests: nil, stored: &stored{UID: "uid-next"}},
 		{name: "the cache lags: the API server refuses", cache: "same", recreated: true,
-			requests: []string{"patch status 409", "get"}, stored: &stored{UID: "uid-next"}},
+			requests: []string{"patch status 409", "patch 422"}, stored: &stored{UID: "uid-next"}},
 		{name: "frozen: the object is read from the API server", cache: "frozen",
-			requests: []string{"get", "patch status", "patch"}, stored: &stored{UID: "uid-kex", Label: "yes", Result: true}, wrote: true},
+			requests: []string{"patch", "patch status", "patch"}, stored: &stored{UID: "uid-kex", Label: "yes", Result: true}, wrote: true},
 		{name: "frozen, and replaced: nothing is sent", cache: "frozen", recreated: true,
-			requests: []string{"get"}, stored: &stored{UID: "uid-next"}},
+			requests: []string{"patch 422"}, stored: &stored{UID: "uid-next"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
