@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kopf-go/kopf/internal/jitter"
 )
 
 // fatal reports whether a write failed in a way that retrying cannot
@@ -57,7 +59,8 @@ func (m *Managed) write(ctx context.Context, p *presence) error {
 		var again <-chan time.Time
 		var timer *time.Timer
 		if err != nil || !complete {
-			timer = time.NewTimer(m.interval())
+			// With jitter, as the engine's retries after API errors.
+			timer = time.NewTimer(jitter.Default().Apply(m.interval()))
 			again = timer.C
 		}
 	wait:
