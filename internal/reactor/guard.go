@@ -59,23 +59,6 @@ func (w *writer) gone(obj client.Object, replaced bool) *goneError {
 	return &goneError{kind: w.gvk.Kind, key: client.ObjectKeyFromObject(obj), uid: obj.GetUID(), replaced: replaced}
 }
 
-// uidRefused reports whether the API server refused a patch because the
-// uid it names is not the stored object's: 422 Invalid, with a cause on
-// the field metadata.uid (nothing else makes the API server name that
-// field in a patch that only repeats the object's own uid).
-func uidRefused(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, cause := range status.Status().Details.Causes {
-		if cause.Field == "metadata.uid" {
-			return true
-		}
-	}
-	return false
-}
-
 // withMeta returns a copy of a main patch whose metadata set adds to,
 // leaving the patch it came from (which may be kept for the next cycle)
 // as it was.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/precondition"
 )
 
 // writeTimeout bounds a cycle's write once the operator is stopping or
@@ -181,7 +182,7 @@ func (w *writer) send(ctx context.Context, obj client.Object, body map[string]an
 		return nil
 	case apierrors.IsNotFound(err):
 		return w.gone(obj, false)
-	case uidRefused(err):
+	case precondition.UIDRefused(err):
 		return w.gone(obj, true)
 	case apierrors.IsConflict(err):
 		return err

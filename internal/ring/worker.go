@@ -2,7 +2,6 @@ package ring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 
+	"github.com/kopf-go/kopf/internal/precondition"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
@@ -39,7 +39,7 @@ func (t *term) handle(ctx context.Context, k key) {
 	live, round := t.members, t.round
 	t.mu.Unlock()
 	mv, wrote, err := t.place(ctx, k, s, live)
-	if apierrors.IsConflict(err) || uidRefused(err) {
+	if apierrors.IsConflict(err) || precondition.UIDRefused(err) {
 		t.a.s.Logger.V(1).Info("An object changed while it was placed; it is placed again.", "object", k.String())
 		var again bool
 		if again, err = t.reread(ctx, k); err == nil && again {
@@ -99,7 +99,7 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 		if apierrors.IsNotFound(err) {
 			return sharding.Move{}, false, nil
 		}
-		if apierrors.IsConflict(err) || uidRefused(err) {
+		if apierrors.IsConflict(err) || precondition.UIDRefused(err) {
 			return mv, false, err // placed anew by handle
 		}
 		return mv, false, fmt.Errorf("place %s %s: %w", t.a.s.Kinds[k.kind].Kind, k, err)
@@ -122,19 +122,4 @@ func (t *term) logMove(k key, was sharding.Placement, mv sharding.Move) {
 	case mv.ClearNext:
 		log.Info(fmt.Sprintf("Called off the handover of %s to %s.", k, was.Next), "owner", was.Granted)
 	}
-}
-
-// uidRefused reports whether the API server refused a patch because the
-// uid it names is not the stored object's: 422 Invalid on metadata.uid.
-func uidRefused(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, cause := range status.Status().Details.Causes {
-		if cause.Field == "metadata.uid" {
-			return true
-		}
-	}
-	return false
 }

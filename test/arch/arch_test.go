@@ -21,7 +21,7 @@ import (
 // import each other. A new package needs a place here.
 var layers = [][]string{
 	{"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/envtestbin", "internal/sharding", "internal/scopes", "internal/selfsigned",
-		"internal/jitter",
+		"internal/jitter", "internal/precondition",
 		// The metrics' definitions import nothing of the project.
 		"internal/metrics",
 		// The containment of the operator's callbacks' panics.
@@ -45,7 +45,7 @@ var layers = [][]string{
 var pure = []string{
 	"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/diff", "internal/keys", "internal/patch", "internal/progress",
 	"internal/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/hierarchies", "internal/sharding", "internal/scopes", "internal/selfsigned",
-	"internal/rounds", "internal/jitter", "internal/contain",
+	"internal/rounds", "internal/jitter", "internal/contain", "internal/precondition",
 }
 
 // controllerRuntimeAllowed are the only packages that may import
