@@ -35,8 +35,9 @@ const (
 	discoveryRetry = 5 * time.Second
 )
 
-// afterCRDChange are the delays after a change of a CRD at which
-// discovery is asked again: it serves a new resource only once its CRD is
+// afterCRDChange are the pauses, one after the other, before each of the
+// askings of discovery that follow a change of a CRD (so 0, 1 s and 4 s
+// after it): discovery serves a new resource only once its CRD is
 // established, and stops serving a deleted one a moment after it is gone.
 var afterCRDChange = []time.Duration{0, time.Second, 3 * time.Second}
 
