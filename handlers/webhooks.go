@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
+	"github.com/kopf-go/kopf/internal/reactor"
 )
 
 // WebhookOptions configure the serving of webhook handlers.
@@ -123,7 +123,7 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 		Clientset: clientset,
 		Mapper:    mgr.GetRESTMapper(),
 		Ready:     func() error { return started(nil) },
-		Namespace: cmp.Or(opts.LeaseNamespace, podNamespace()),
+		Namespace: cmp.Or(opts.LeaseNamespace, reactor.PodNamespace()),
 		Identity:  peering.Identity(false, time.Now()),
 		Logger:    log,
 	}
@@ -131,21 +131,6 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 		return fmt.Errorf("add the readiness check of the webhooks: %w", err)
 	}
 	return mgr.Add(managed)
-}
-
-// serviceAccountNamespace is where a pod finds the namespace it runs in.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-// podNamespace is the namespace the replica runs in, as the ring finds
-// it: $POD_NAMESPACE, else its service account's; "" outside a cluster.
-func podNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
-	}
-	if data, err := os.ReadFile(serviceAccountNamespace); err == nil {
-		return strings.TrimSpace(string(data))
-	}
-	return ""
 }
 
 // servedWebhooks checks the webhook registration and returns a copy of

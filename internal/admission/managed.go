@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -57,7 +59,8 @@ type Managed struct {
 	// Namespace holds the replicas' Leases; empty: this process writes the
 	// configurations alone.
 	Namespace string
-	// Identity names this replica in the Leases (its peering identity).
+	// Identity names this replica in the Leases: unique per replica
+	// ($POD_ID where set, as peering and the ring name replicas).
 	Identity string
 	// RetryInterval: DefaultRetryInterval if zero.
 	RetryInterval time.Duration
@@ -65,6 +68,11 @@ type Managed struct {
 
 	serving atomic.Bool
 	wrote   atomic.Bool
+
+	// mu guards known: the resources of the kinds as the mapper last told
+	// them (resources).
+	mu    sync.Mutex
+	known map[*Kind]schema.GroupVersionResource
 }
 
 // NeedLeaderElection is false: every replica serves webhooks; the writer

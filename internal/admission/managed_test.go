@@ -215,3 +215,46 @@ func TestManagedDoesNothingIfStoppedBeforeReady(t *testing.T) {
 		t.Errorf("the API was called: %v", c.Actions())
 	}
 }
+
+// toggledMapper knows the example kind, or fails as discovery does for a
+// moment.
+type toggledMapper struct {
+	meta.RESTMapper
+	failing bool
+}
+
+func (f *toggledMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if f.failing {
+		return nil, &meta.NoKindMatchError{GroupKind: gk}
+	}
+	return f.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// A kind whose resource the mapper fails to tell for a moment keeps the
+// last known one (its webhooks keep their rules), and the configuration
+// counts as incomplete, to be looked at again; one the mapper never knew
+// has none.
+func TestResourcesKeepTheLastKnown(t *testing.T) {
+	mapper := &toggledMapper{RESTMapper: kexMapper(0).RESTMapper}
+	reg, k := kexKind()
+	m := &Managed{Registry: reg, Mapper: mapper, Logger: logr.Discard()}
+	want := schema.GroupVersionResource{Group: kexGVK.Group, Version: kexGVK.Version, Resource: "kopfexamples"}
+
+	mapper.failing = true
+	if _, complete := m.resources(); complete {
+		t.Error("complete while the mapper fails")
+	}
+	if gvr, ok := func() (schema.GroupVersionResource, bool) { r, _ := m.resources(); return r(k) }(); ok {
+		t.Errorf("a resource never known = %v, want none", gvr)
+	}
+	mapper.failing = false
+	resources, complete := m.resources()
+	if gvr, ok := resources(k); !ok || gvr != want || !complete {
+		t.Errorf("resources = %v, %v, complete %v; want %v", gvr, ok, complete, want)
+	}
+	mapper.failing = true
+	resources, complete = m.resources()
+	if gvr, ok := resources(k); !ok || gvr != want || complete {
+		t.Errorf("while failing: resources = %v, %v, complete %v; want the last known %v, incomplete", gvr, ok, complete, want)
+	}
+}

@@ -66,9 +66,11 @@ func TestHandlerPanic(t *testing.T) {
 	}
 }
 
-// TestFilterPanic: a handler whose filter panics does not serve the
-// request (Kopf's filters' "no match"), which the others decide; the log
-// line names the handler and carries the stack.
+// TestFilterPanic: a handler whose filter panics is not called, and the
+// request is denied with the generic message (fail closed: a validator
+// that cannot tell whether it applies lets nothing through); the other
+// handlers still run, and the log line names the handler and carries the
+// stack.
 func TestFilterPanic(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -91,13 +93,13 @@ func TestFilterPanic(t *testing.T) {
 			c.add(k, Validating, "broken", func(*Request) error { return Error{Message: "refused"} }, tt.filter)
 			c.add(k, Validating, "fine", nil)
 			resp, lines := reviewLogging(t, reg)
-			if !resp.Allowed {
-				t.Errorf("the request is denied: %v", resp.Result)
+			if resp.Allowed || resp.Result == nil || resp.Result.Message != PanicMessage {
+				t.Errorf("the response = allowed %v, %v; want denied with %q", resp.Allowed, resp.Result, PanicMessage)
 			}
 			if diff := cmp.Diff([]string{"fine"}, c.IDs()); diff != "" {
 				t.Errorf("calls -want +got:\n%s", diff)
 			}
-			wantLines := []logged{{Msg: "Handler 'broken' does not match: its filter panicked: panic: no", Stacked: true}}
+			wantLines := []logged{{Msg: "Handler 'broken' is not called: its filter panicked, and the request is denied: panic: no", Stacked: true}}
 			if diff := cmp.Diff(wantLines, lines); diff != "" {
 				t.Errorf("error lines -want +got:\n%s", diff)
 			}

@@ -173,13 +173,6 @@ func (p *presence) claimed(l *coordinationv1.Lease, now metav1.MicroTime) *coord
 	return l
 }
 
-// joined reports whether the Lease was written once.
-func (p *presence) joined() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lease != nil
-}
-
 // drop deletes the Lease, if it was written, on the condition that it is
 // still the one this replica created.
 func (p *presence) drop(ctx context.Context) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -75,13 +76,18 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 	log := logr.FromContextOrDiscard(ctx).WithValues("kind", kind.GVK.Kind, "namespace", r.Namespace, "name", r.Name,
 		"operation", r.Operation)
 	kindLabel := metrics.Kind(kind.GVK)
+	// A filter's panic denies the request (fail closed): a validating
+	// handler that cannot tell whether it applies must not let the
+	// request through, as an exception in a filter fails Kopf's webhook.
+	var errs []error
 	selected := kind.Select(in.Hint, obj, r, func(h *Handler, p *contain.Panic) {
-		log.Error(p, fmt.Sprintf("Handler '%s' does not match: its filter panicked: %s", h.ID, p), "handler", h.ID, "stack", string(p.Stack))
+		log.Error(p, fmt.Sprintf("Handler '%s' is not called: its filter panicked, and the request is denied: %s", h.ID, p),
+			"handler", h.ID, "stack", string(p.Stack))
 		metrics.CallbackPanicked(kindLabel, metrics.CallbackFilter, h.ID)
+		errs = append(errs, p)
 	})
 
 	resp := &admissionv1.AdmissionResponse{UID: in.Request.UID}
-	var errs []error
 	var patches []*patch.Patch
 	for i, h := range selected {
 		hr := r.forHandler(h)
@@ -171,15 +177,23 @@ func findKind(reg *Registry, mapper meta.RESTMapper, in *admissionv1.AdmissionRe
 
 // objectFor is the object the i-th of the selected handlers is given.
 // The request's object is decoded once, and the filters and handlers
-// share it (as Kopf's handlers share their read-only body), except that a
-// mutating handler gets a copy of its own: a change it makes to its
-// object, by mistake (changes go into its patch), is then seen neither by
-// the handlers after it nor in the request's bodies, from which the
-// response's JSONPatch is made. A typed object is separate from the
-// bodies, so the last handler may take it even if it mutates.
+// share it (as Kopf's handlers share their read-only body), except where a
+// change made to it by mistake (changes go into the handler's patch)
+// would spread: a mutating handler gets a copy of its own, so that the
+// handlers after it do not see its change; and where a mutator is among
+// the handlers, each handler of an unstructured kind gets a copy, since
+// the request's bodies are the base of the response's JSONPatch. A typed
+// object is separate from the bodies, so the last handler may take it
+// even if it mutates.
 func objectFor(obj registry.Object, selected []*Handler, i int) registry.Object {
 	_, bodies := obj.(*unstructured.Unstructured)
-	if selected[i].Type != Mutating || !bodies && i == len(selected)-1 {
+	switch {
+	case !bodies && (selected[i].Type != Mutating || i == len(selected)-1):
+		return obj
+	case bodies && !slices.ContainsFunc(selected, func(h *Handler) bool { return h.Type == Mutating }):
+		// Validators alone share the bodies; with a mutator among the
+		// handlers, the bodies are the base of the JSONPatch, which a
+		// validator's stray change would corrupt.
 		return obj
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {

@@ -170,8 +170,10 @@ func TestObjectsOfHandlers(t *testing.T) {
 		{"a mutator alone", []Type{Mutating}, []int{0}, []int{0}},
 		{"a mutator last", []Type{Validating, Mutating}, []int{0, 1}, []int{0, 0}},
 		{"a mutator first", []Type{Mutating, Validating}, []int{0, 1}, []int{0, 1}},
+		// With a mutator among them, unstructured validators get copies
+		// too: the bodies are the JSONPatch's base.
 		{"several mutators", []Type{Mutating, Validating, Mutating, Mutating, Validating, Mutating},
-			[]int{0, 1, 2, 3, 1, 5}, []int{0, 1, 2, 3, 1, 1}},
+			[]int{0, 1, 2, 3, 4, 5}, []int{0, 1, 2, 3, 1, 1}},
 	}
 	typed := func() (*Registry, *Kind, *admissionv1.AdmissionRequest) {
 		k := &Kind{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), NewObject: func() registry.Object { return &corev1.ConfigMap{} }}

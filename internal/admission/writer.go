@@ -256,18 +256,32 @@ func (m *Managed) carry(ctx context.Context, kind string, owned Content, readErr
 }
 
 // resources maps the kinds to their resources as the mapper knows them;
-// complete is false while some kind's resource is unknown.
+// complete is false while some kind's resource is unknown. A kind that the
+// mapper knew once keeps its last known resource while the mapper fails
+// to tell it (a discovery hiccup): its webhooks keep their rules rather
+// than match nothing until the next retry.
 func (m *Managed) resources() (Resources, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.known == nil {
+		m.known = map[*Kind]schema.GroupVersionResource{}
+	}
 	complete := true
 	known := map[*Kind]schema.GroupVersionResource{}
 	for _, k := range m.Registry.Kinds {
 		mapping, err := m.Mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 		if err != nil {
 			complete = false
-			m.Logger.Info("The resource of a kind with webhooks is not served (yet)", "kind", k.GVK.String(), "reason", err.Error())
+			last, ok := m.known[k]
+			m.Logger.Info("The resource of a kind with webhooks is not served (yet)", "kind", k.GVK.String(), "reason", err.Error(),
+				"lastKnown", last.String())
+			if ok {
+				known[k] = last
+			}
 			continue
 		}
 		known[k] = mapping.Resource
+		m.known[k] = mapping.Resource
 	}
 	return func(k *Kind) (schema.GroupVersionResource, bool) { gvr, ok := known[k]; return gvr, ok }, complete
 }

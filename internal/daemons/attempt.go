@@ -21,7 +21,7 @@ func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState 
 		return r.fetchFailed(state, err)
 	}
 	outcome := execution.Execute(r.logCtx, &r.h.Handler, state, cause.now, r.defaults(), func(ctx context.Context) (any, error) {
-		return r.h.Fn(ctx, obj, cause)
+		return execution.PlainResult(r.h.Fn(ctx, obj, cause))
 	})
 	r.sup.settings.Observer.Attempted(r.obj.host, &r.h, outcome, r.sup.clock.Since(cause.now))
 	return r.finish(state, cause, outcome)

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kopf-go/kopf/internal/contain"
+	"github.com/kopf-go/kopf/internal/fields"
 )
 
 // Handler is what execution needs to know about a handler: its identity
@@ -99,6 +100,22 @@ func Execute(ctx context.Context, h *Handler, st *HandlerState, now time.Time, d
 		outcome.Panic = p
 	}
 	return outcome
+}
+
+// PlainResult is a handler's return with its result made of plain JSON
+// values (fields.Normalize). Called inside the function that Execute
+// contains, it runs the result's own encoding there (a MarshalJSON of the
+// user's, which may panic) as part of the handler; the engine then stores
+// and writes plain values only. A result that does not encode is left as
+// it is: storing it says why it cannot be stored.
+func PlainResult(result any, err error) (any, error) {
+	if err != nil || result == nil {
+		return result, err
+	}
+	if plain, nerr := fields.Normalize(result); nerr == nil {
+		return plain, nil
+	}
+	return result, nil
 }
 
 // checkLimits logs the invocation and fails the handler before the attempt

@@ -37,6 +37,11 @@ const (
 	// CallbackStorage: a progress or diff-base storage of the operator's
 	// own (the handler label says which: StorageProgress, StorageDiffBase).
 	CallbackStorage = "storage"
+	// CallbackEncoding: a value of the operator's whose own encoding or
+	// copy panicked on the engine's way, outside any one handler's call (a
+	// value put into a patch, a typed object's MarshalJSON or DeepCopy);
+	// its handler label is empty.
+	CallbackEncoding = "encoding"
 	// CallbackClient: the operator's wrapper of the engine's client
 	// (Options.WrapClient).
 	CallbackClient = "client"

@@ -33,8 +33,8 @@ func (p *pipeline) apply(ctx context.Context, c *cycle) (reconcile.Result, error
 	p.guardAnnotationsSize(ctx, c)
 	before := c.obj.GetResourceVersion()
 	conflict, err := p.writes.commit(ctx, c.local, c.obj, c.patch, c.finalizer)
-	if _, gone := asGone(err); gone {
-		p.forgetGone(c, err)
+	if gone, ok := asGone(err); ok {
+		p.forgetGone(c, gone)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -64,8 +64,8 @@ func (p *pipeline) apply(ctx context.Context, c *cycle) (reconcile.Result, error
 // stop as for a deleted object, and its memory is marked, so that a cache
 // that still shows it runs nothing more for it; the memory goes once the
 // cache shows it gone or another object under its name.
-func (p *pipeline) forgetGone(c *cycle, err error) {
-	_ = skipGone(c.local, err)
+func (p *pipeline) forgetGone(c *cycle, gone *goneError) {
+	logGone(c.local, gone)
 	c.mem.gone = true
 	p.sup.Gone(c.obj.GetUID())
 }

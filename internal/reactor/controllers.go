@@ -105,6 +105,10 @@ func (e *engine) controller(r *reconciler, c cache.Cache) (controller.Controller
 	opts.RateLimiter = jitteredRateLimiter(ptr.Deref(opts.UsePriorityQueue, true))
 	// Each run makes the controllers again, under the same names.
 	opts.SkipNameValidation = ptr.To(true)
+	// A panic that the engine's own containment misses ends that
+	// reconcile, not the process, whatever the embedding manager's
+	// setting (controller-runtime's default is the same).
+	opts.RecoverPanic = ptr.To(true)
 	ctrl, err := controller.NewUnmanaged(controllerName(r.gvk), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the controller for %s: %w", r.gvk.Kind, err)

@@ -97,6 +97,15 @@ func (w *writer) sendStatus(ctx context.Context, obj client.Object, status map[s
 	for attempt := 1; ; attempt++ {
 		guarded := withMeta(status, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
 		err := w.send(ctx, obj, guarded, true)
+		if gone, ok := asGone(err); ok && !gone.replaced {
+			// A 404 of /status is the object's absence, or the
+			// subresource's (a CRD that no longer has it): only the object
+			// itself tells, and only its absence makes the object gone.
+			if err := w.refresh(ctx, obj); err != nil {
+				return err
+			}
+			return fmt.Errorf("patch the status of %s %s: the status subresource is not served", w.gvk.Kind, client.ObjectKeyFromObject(obj))
+		}
 		if !apierrors.IsConflict(err) || attempt == statusAttempts {
 			return err
 		}

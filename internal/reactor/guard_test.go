@@ -40,6 +40,9 @@ type guardRig struct {
 	// beforePatch runs before each patch reaches the store: someone
 	// else's write in between, say.
 	beforePatch func()
+	// noStatus makes /status answer 404 though the object is there, as
+	// for a kind whose CRD no longer has the subresource.
+	noStatus bool
 }
 
 func newGuardRig(t *testing.T, withStatus bool) *guardRig {
@@ -78,6 +81,9 @@ func newGuardRig(t *testing.T, withStatus bool) *guardRig {
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			before(p, o, sub)
+			if rig.noStatus {
+				return answer("patch "+sub, apierrors.NewNotFound(schema.GroupResource{Group: cycleGVK.Group, Resource: "kopfexamples"}, o.GetName()))
+			}
 			if err := preconditions(ctx, c, o, p, true); err != nil {
 				return answer("patch "+sub, err)
 			}
@@ -208,6 +214,8 @@ func TestWriteGuards(t *testing.T) {
 		stored   *stored
 		gone     string // "deleted", "replaced", or "" (not gone)
 		conflict bool   // the write's error is a conflict
+		noStatus bool   // /status answers 404, the object is there
+		failed   bool   // the write fails, and the object is not gone
 	}{
 		{name: "unchanged", withStatus: true,
 			requests: []string{"patch status", "patch"},
@@ -226,7 +234,10 @@ func TestWriteGuards(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			requests: []string{"patch status 404"}, gone: "deleted"},
+			requests: []string{"patch status 404", "patch 404"}, gone: "deleted"},
+		{name: "the status subresource is not served: a failed write, the object not gone", withStatus: true, noStatus: true,
+			requests: []string{"patch status 404", "patch"},
+			stored:   &stored{UID: "uid-kex"}, failed: true},
 		{name: "changing at every attempt: the conflict is the write's error", withStatus: true, during: true,
 			requests: []string{"patch status 409", "patch", "patch status 409", "patch", "patch status 409"},
 			stored:   &stored{UID: "uid-kex"}, conflict: true},
@@ -242,6 +253,7 @@ func TestWriteGuards(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := newGuardRig(t, tt.withStatus)
+			rig.noStatus = tt.noStatus
 			obj := rig.read(t)
 			if tt.meanwhile != nil {
 				tt.meanwhile(t, rig)
@@ -266,8 +278,8 @@ func TestWriteGuards(t *testing.T) {
 				t.Errorf("commit() = %v, want the object %s", err, tt.gone)
 			case tt.conflict != apierrors.IsConflict(err):
 				t.Errorf("commit() = %v, want a conflict: %v", err, tt.conflict)
-			case tt.gone == "" && !tt.conflict && err != nil:
-				t.Errorf("commit() = %v, want no error", err)
+			case tt.failed != (err != nil && !isGone && !tt.conflict):
+				t.Errorf("commit() = %v, want a failed write: %v", err, tt.failed)
 			}
 			if diff := cmp.Diff(tt.stored, rig.stored(t)); diff != "" {
 				t.Errorf("the object under the name -want +got:\n%s", diff)

@@ -50,8 +50,8 @@ func (p *pipeline) handOver(ctx context.Context, c *cycle, pl plan) (reconcile.R
 	if err != nil {
 		p.handed.Delete(c.obj.GetUID())
 	}
-	if _, gone := asGone(err); gone {
-		p.forgetGone(c, err)
+	if gone, ok := asGone(err); ok {
+		p.forgetGone(c, gone)
 		return reconcile.Result{}, nil
 	}
 	switch {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/indexing"
@@ -60,7 +61,19 @@ func (l *lowLevel) OnDelete(obj any) {
 	l.handle(obj, causes.EventDeleted)
 }
 
+// handle handles one event. It runs on the informer's goroutine, which
+// re-panics whatever escapes and so ends the process: the handlers and
+// filters are contained one by one, and what is left of the operator's
+// code on the way (a typed object's DeepCopy or MarshalJSON) is contained
+// here, the event then lost as one that cannot be handled.
 func (l *lowLevel) handle(raw any, eventType string) {
+	if p := contain.Call(func() { l.handleEvent(raw, eventType) }); p != nil {
+		l.log.Error(p, "An event cannot be handled: the object's own code panicked.", "stack", string(p.Stack))
+		metrics.CallbackPanicked(l.r.kindLabel, metrics.CallbackEncoding, "")
+	}
+}
+
+func (l *lowLevel) handleEvent(raw any, eventType string) {
 	cached, ok := raw.(client.Object)
 	if !ok {
 		return
@@ -182,7 +195,7 @@ func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.
 	hctx := l.r.handlerContext(l.ctx, posting.Local(log))
 	outcome := execution.Execute(hctx, &h.Handler, &execution.HandlerState{Active: true, Started: now}, now,
 		execution.Defaults{Errors: execution.ErrorsIgnored, Backoff: l.r.settings.Daemons.DefaultBackoff},
-		func(ctx context.Context) (any, error) { return h.Fn(ctx, s.Obj, e) })
+		func(ctx context.Context) (any, error) { return execution.PlainResult(h.Fn(ctx, s.Obj, e)) })
 	countPanic(l.r.kindLabel, metrics.CallbackEvent, h.ID, outcome)
 	if outcome.Err == nil && outcome.Result != nil {
 		if err := e.Patch.SetResult(h.ID, outcome.Result); err != nil {

@@ -141,15 +141,24 @@ func (w whileThawed) Start(ctx context.Context) error {
 // serviceAccountNamespace is where a pod finds the namespace it runs in.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// leaseNamespace is where the ring's Leases live when the settings do not
-// say: the namespace the replica runs in ($POD_NAMESPACE, else its service
-// account's), else the one namespace it serves, else "default".
-func leaseNamespace(namespaces []string) string {
+// PodNamespace is the namespace the replica runs in: $POD_NAMESPACE, else
+// its service account's; "" outside a cluster.
+func PodNamespace() string {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns
 	}
-	if data, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(data)) != "" {
+	if data, err := os.ReadFile(serviceAccountNamespace); err == nil {
 		return strings.TrimSpace(string(data))
+	}
+	return ""
+}
+
+// leaseNamespace is where the ring's Leases live when the settings do not
+// say: the namespace the replica runs in (PodNamespace), else the one
+// namespace it serves, else "default".
+func leaseNamespace(namespaces []string) string {
+	if ns := PodNamespace(); ns != "" {
+		return ns
 	}
 	if len(namespaces) == 1 {
 		return namespaces[0]

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/internal/contain"
+	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/precondition"
 )
@@ -162,7 +164,13 @@ func withoutFinalizer(main map[string]any) map[string]any {
 // largest share of a cycle's CPU. The answer's metadata (resourceVersion
 // above all) is copied into obj; its spec and status stay as they were.
 func (w *writer) send(ctx context.Context, obj client.Object, body map[string]any, status bool) error {
-	data, err := json.Marshal(body)
+	// A value that a handler put into its patch may carry an encoding of
+	// its own (MarshalJSON), which runs here, outside the handler's call.
+	data, err := contain.Result(func() ([]byte, error) { return json.Marshal(body) })
+	if p, ok := err.(*contain.Panic); ok {
+		logr.FromContextOrDiscard(ctx).Error(p, "A value in the patch panicked while it was encoded.", "stack", string(p.Stack))
+		metrics.CallbackPanicked(metrics.Kind(w.gvk), metrics.CallbackEncoding, "")
+	}
 	if err != nil {
 		return fmt.Errorf("encode the patch: %w", err)
 	}
@@ -204,16 +212,11 @@ func copyMetadata(obj client.Object, from *metav1.PartialObjectMetadata) {
 	obj.SetManagedFields(from.GetManagedFields())
 }
 
-// skipGone turns "the object is gone" into nothing to do, and says so.
-func skipGone(log logr.Logger, err error) error {
-	gone, ok := asGone(err)
-	switch {
-	case !ok:
-		return err
-	case gone.replaced:
+// logGone says that a write was skipped because its object is gone.
+func logGone(log logr.Logger, gone *goneError) {
+	if gone.replaced {
 		log.V(1).Info("Patching was skipped: the object was deleted, and another one has its name now.", "uid", gone.uid)
-	default:
-		log.V(1).Info("Patching was skipped: the object does not exist anymore.")
+		return
 	}
-	return nil
+	log.V(1).Info("Patching was skipped: the object does not exist anymore.")
 }

@@ -57,7 +57,7 @@ func invoke(ctx context.Context, env Env, subject *registry.Subject, h *registry
 	obj := env.Object.DeepCopyObject().(registry.Object)
 	var subrefs []string
 	outcome := execution.Execute(ctx, &h.Handler, hs, now, env.Defaults, func(ctx context.Context) (any, error) {
-		result, err := h.Fn(ctx, obj, &cause)
+		result, err := execution.PlainResult(h.Fn(ctx, obj, &cause))
 		if err != nil || len(causes.Subhandlers(&cause)) == 0 {
 			return result, err
 		}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -144,10 +143,8 @@ func (o *outcomes) write(ctx context.Context, ns string) {
 func TestManagedWebhooksThroughARollingUpdate(t *testing.T) {
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "replica")
-	build := exec.Command("go", "build", "-o", binary, "./test/admission/replica")
-	build.Dir = testenv.Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the replica: %v\n%s", err, out)
+	if err := testenv.Build(binary, "./test/admission/replica"); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name     string

@@ -136,10 +136,17 @@ func BenchmarkContendedWrites(b *testing.B) {
 // TestContendedWritesWorkload runs the workload small, so that it cannot
 // rot: every object's result is written, with and without another writer.
 func TestContendedWritesWorkload(t *testing.T) {
+	setup(t) // the package's control plane, started once, outlives the test
+	kopftest.NoLeaks(t)
 	for _, contended := range []bool{false, true} {
 		f := contendedWrites(t, 5, contended)
 		if f.requests["patch kopfexamples/status"] < 5 {
 			t.Errorf("contended %v: %v, want a status patch per object at least", contended, f.requests)
+		}
+		// The other writer's change is what the guard meets: a conflict
+		// per object, none without it.
+		if conflicts := requests.Conflicts(f.requests); contended && conflicts < 5 || !contended && conflicts > 0 {
+			t.Errorf("contended %v: %d conflicts in %v", contended, conflicts, f.requests)
 		}
 	}
 }

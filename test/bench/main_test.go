@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -67,10 +66,8 @@ func makeFixtures() error {
 	}
 	fixtures.tmp = tmp
 	fixtures.operator = filepath.Join(tmp, "operator")
-	build := exec.Command("go", "build", "-o", fixtures.operator, "./test/bench/operator")
-	build.Dir = testenv.Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the benchmark's operator: %w\n%s", err, out)
+	if err := testenv.Build(fixtures.operator, "./test/bench/operator"); err != nil {
+		return err
 	}
 	if fixtures.env, err = testenv.Start(testenv.ExampleCRD()); err != nil {
 		return err

@@ -5,9 +5,7 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -45,14 +43,9 @@ func buildExamples(dir string) error {
 	}
 	// The fault suite's probe operator too: a daemon that records every
 	// beat (discovery_test.go).
-	args := []string{"build", "-o", dir + string(filepath.Separator), "./cmd/kopf", "./test/faults/probe"}
+	pkgs := []string{"./cmd/kopf", "./test/faults/probe"}
 	for _, main := range mains {
-		args = append(args, "./examples/"+filepath.Base(filepath.Dir(main)))
+		pkgs = append(pkgs, "./examples/"+filepath.Base(filepath.Dir(main)))
 	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = testenv.Root()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the examples: %w\n%s", err, out)
-	}
-	return nil
+	return testenv.Build(dir+string(filepath.Separator), pkgs...)
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -43,24 +41,10 @@ func startExample(t *testing.T, name, namespace string, flags ...string) *operat
 }
 
 // waitFor polls cond until it holds, failing the test after waitTimeout or
-// as soon as the operator has exited, since nothing would change then.
+// as soon as the operator has exited.
 func (op *operator) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	var exited bool
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true,
-		func(context.Context) (bool, error) {
-			if cond() {
-				return true, nil
-			}
-			exited = op.Exited()
-			return exited, nil
-		})
-	switch {
-	case exited:
-		t.Fatalf("the operator exited (%v) while waiting until %s", op.Err(), what)
-	case err != nil:
-		t.Fatalf("timed out after %s waiting until %s", waitTimeout, what)
-	}
+	op.WaitFor(t, what, waitTimeout, cond)
 }
 
 // waitForLine waits until the output contains the substring.

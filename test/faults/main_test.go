@@ -11,9 +11,7 @@
 package faults
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -38,11 +36,6 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, "faults", crds, func(f *testenv.Fixture) error {
 		fixtures.env, fixtures.kubeconfig = f.Env, f.Kubeconfig
 		fixtures.probe = filepath.Join(f.Dir, "probe")
-		build := exec.Command("go", "build", "-o", fixtures.probe, "./test/faults/probe")
-		build.Dir = testenv.Root()
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("build the probe: %w\n%s", err, out)
-		}
-		return nil
+		return testenv.Build(fixtures.probe, "./test/faults/probe")
 	}))
 }

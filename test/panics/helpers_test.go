@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/test/testenv"
@@ -60,25 +59,11 @@ func startOperator(t *testing.T, namespace string, own []string, runner ...strin
 	return &operator{Process: p, metrics: at}
 }
 
-// waitFor polls cond until it holds; it fails the test after waitTimeout,
-// or at once if the operator has exited.
+// waitFor polls cond until it holds, failing the test after waitTimeout or
+// as soon as the operator has exited.
 func (op *operator) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	var exited bool
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true,
-		func(context.Context) (bool, error) {
-			if cond() {
-				return true, nil
-			}
-			exited = op.Exited()
-			return exited, nil
-		})
-	switch {
-	case exited && !cond():
-		t.Fatalf("the operator exited (%v) while waiting until %s", op.Err(), what)
-	case err != nil:
-		t.Fatalf("timed out waiting until %s", what)
-	}
+	op.WaitFor(t, what, waitTimeout, cond)
 }
 
 // logLine is one JSON line of the operator's log, the fields the tests

@@ -7,9 +7,7 @@
 package panics
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -23,19 +21,12 @@ var (
 	kubeconfig string
 	// binary is the suite's operator (test/panics/operator), built once.
 	binary string
-	// dir is the package's temporary directory.
-	dir string
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, "panics", []string{testenv.ExampleCRD()}, func(f *testenv.Fixture) error {
-		env, kubeconfig, dir = f.Env, f.Kubeconfig, f.Dir
+		env, kubeconfig = f.Env, f.Kubeconfig
 		binary = filepath.Join(f.Dir, "operator")
-		cmd := exec.Command("go", "build", "-o", binary, "./test/panics/operator")
-		cmd.Dir = testenv.Root()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build the operator: %w\n%s", err, out)
-		}
-		return nil
+		return testenv.Build(binary, "./test/panics/operator")
 	}))
 }

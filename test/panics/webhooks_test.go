@@ -25,8 +25,9 @@ const panicMessage = "Internal error in an admission handler (see the operator's
 // TestWebhookPanics runs the operator's admission handlers behind the API
 // server: a validating handler that panics denies the request with a
 // message that tells nothing of the panic, and its stack goes to the log;
-// a handler whose filter panics does not match, so the request is
-// admitted; both panics are counted, and the other requests are served.
+// a handler whose filter panics is not called, and the request is denied
+// in the same way (fail closed); both panics are counted, and the other
+// requests are served.
 // The webhook configurations apply to every KopfExample of the cluster,
 // so this test runs alone (not in parallel).
 func TestWebhookPanics(t *testing.T) {
@@ -71,10 +72,15 @@ func TestWebhookPanics(t *testing.T) {
 	op.panicCounted(t, "webhook", "validate")
 
 	filtered := example(ns, "trigger-webhook-filter", "webhook-filter")
-	if err := env.Client.Create(ctx, filtered); err != nil {
-		t.Errorf("the object whose filter panics is refused: %v", err)
+	err = env.Client.Create(ctx, filtered)
+	want = fmt.Sprintf("admission webhook %q denied the request: %s", "validate-when."+managed, panicMessage)
+	switch {
+	case !errors.As(err, &status):
+		t.Errorf("the object whose filter panics: %v, want a denial", err)
+	case !strings.Contains(status.Status().Message, want) || status.Status().Code != 500:
+		t.Errorf("the denial is %d %q, want 500 with %q", status.Status().Code, status.Status().Message, want)
 	}
-	op.panicLogged(t, "Handler 'validate_when' does not match: its filter panicked: panic: webhook-filter of trigger-webhook-filter is broken", filtered.GetName())
+	op.panicLogged(t, "Handler 'validate_when' is not called: its filter panicked, and the request is denied: panic: webhook-filter of trigger-webhook-filter is broken", filtered.GetName())
 	op.panicCounted(t, "filter", "validate_when")
 
 	if err := env.Client.Create(ctx, example(ns, "plain-webhook", "")); err != nil {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"testing"
+	"time"
 )
 
 // Process is a program running as a child process, such as an example
@@ -127,4 +129,33 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Build builds the module's packages (paths as "./test/x/operator") into
+// out: a file for one package, a directory (ending in a separator) for
+// several, from the module's root.
+func Build(out string, pkgs ...string) error {
+	cmd := exec.Command("go", append([]string{"build", "-o", out}, pkgs...)...)
+	cmd.Dir = Root()
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %v: %w\n%s", pkgs, err, output)
+	}
+	return nil
+}
+
+// WaitFor polls cond every 50 ms until it holds. It fails the test after
+// timeout, or as soon as the process has exited without cond holding,
+// since nothing would change then.
+func (p *Process) WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		switch {
+		case p.Exited() && !cond():
+			t.Fatalf("%s exited (%v) while waiting until %s", p.name, p.Err(), what)
+		case time.Now().After(deadline):
+			t.Fatalf("timed out after %s waiting until %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
