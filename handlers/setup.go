@@ -174,7 +174,7 @@ func (o Options) settings() reactor.Settings {
 		ErrorDelays:             o.ErrorDelays,
 		Posting:                 o.Posting,
 		Ready:                   o.Ready,
-		Sharding: reactor.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
+		Sharding: ring.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
 			Durations:       ring.Durations{LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
 			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost},
 	}

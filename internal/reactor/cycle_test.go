@@ -24,6 +24,7 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/registry"
 )
@@ -130,7 +131,7 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 	rig.sup = daemons.New(daemons.Settings{})
 	cs := &clients{direct: rig.c}
 	cs.set(rig.c)
-	rig.r = newReconciler(kindObjects{kind: kind, gvk: cycleGVK}, s, cs, fixedProbe(true), rig.sup, unshared{}, newMemories(&memo.Memo{}, nil, nil))
+	rig.r = newReconciler(kindObjects{kind: kind, gvk: cycleGVK}, s, cs, fixedProbe(true), rig.sup, ownership.Unshared{}, newMemories(&memo.Memo{}, nil, nil))
 	return rig
 }
 
@@ -171,24 +172,26 @@ func (rig *cycleRig) memory() *memory {
 // object is to be handed over to next; letGo's acknowledgement moves a
 // label, and settled records its outcome.
 type handingTo struct {
-	unshared
+	ownership.Unshared
 	next    string
 	settled *[]bool
 }
 
-func (h handingTo) claim(client.Object, time.Time) claim { return claim{kind: handOver, next: h.next} }
+func (h handingTo) Claim(client.Object, time.Time) ownership.Claim {
+	return ownership.Claim{Kind: ownership.HandOver, Next: h.next}
+}
 
-func (h handingTo) letGo(obj client.Object, next string) (map[string]any, func(bool)) {
+func (h handingTo) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
 	ack := map[string]any{"metadata": map[string]any{"labels": map[string]any{"owner": next},
 		"resourceVersion": obj.GetResourceVersion()}}
 	return ack, func(written bool) { *h.settled = append(*h.settled, written) }
 }
 
 // standingBy is an ownership under which no object is this replica's.
-type standingBy struct{ unshared }
+type standingBy struct{ ownership.Unshared }
 
-func (standingBy) claim(client.Object, time.Time) claim {
-	return claim{kind: standBy, why: "the owner label names another member"}
+func (standingBy) Claim(client.Object, time.Time) ownership.Claim {
+	return ownership.Claim{Kind: ownership.StandBy, Why: "the owner label names another member"}
 }
 
 // slowDaemons are the object's daemons as a fake, still running when
@@ -248,7 +251,7 @@ func TestCycles(t *testing.T) {
 		// own is whose the object is (unshared: this replica's); running
 		// are daemons that do not exit when stopped; mem sets up the
 		// memory of earlier cycles.
-		own     ownership
+		own     ownership.Ownership
 		running []string
 		mem     func(m *memory)
 		// meanwhile is what others do while the first handler runs.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/diff"
+	"github.com/kopf-go/kopf/internal/ownership"
 )
 
 // This file is the decision of one cycle, apart from doing it: pure
@@ -28,7 +29,7 @@ const (
 // facts are what a cycle knows of its object before any handler runs.
 type facts struct {
 	// Claim is what this replica may do with the object (ownership.go).
-	Claim claim
+	Claim ownership.Claim
 	// CacheWait is how long the cache may still lag behind this process's
 	// last write of the object (consistency.go); zero: it does not.
 	CacheWait time.Duration
@@ -130,10 +131,10 @@ type plan struct {
 // users' code.
 func decide(f facts, lookup func(reason causes.Reason, initial bool) matches) plan {
 	switch {
-	case f.Claim.kind == handOver:
-		return plan{Step: stepHandOver, Next: f.Claim.next, WriteFirst: f.Unwritten}
-	case f.Claim.kind == standBy:
-		return plan{Step: stepStandBy, Why: f.Claim.why}
+	case f.Claim.Kind == ownership.HandOver:
+		return plan{Step: stepHandOver, Next: f.Claim.Next, WriteFirst: f.Unwritten}
+	case f.Claim.Kind == ownership.StandBy:
+		return plan{Step: stepStandBy, Why: f.Claim.Why}
 	case f.CacheWait > 0:
 		return plan{Step: stepWaitForCache, Wait: f.CacheWait}
 	case f.Unwritten:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/diff"
+	"github.com/kopf-go/kopf/internal/ownership"
 )
 
 // decided is the whole decision of one cycle: the plan, what the registry
@@ -153,15 +154,15 @@ func TestDecide(t *testing.T) {
 			Asked: causes.Delete, Finalizer: removeFinalizer},
 	}, {
 		rule:  "sharding.md, Handover: the old owner lets go first: an object handed over runs no handler, whatever changed",
-		facts: facts{Claim: claim{kind: handOver, next: "m-b"}, Diff: changed, CacheWait: time.Second}, matches: withDelete,
+		facts: facts{Claim: ownership.Claim{Kind: ownership.HandOver, Next: "m-b"}, Diff: changed, CacheWait: time.Second}, matches: withDelete,
 		want: decided{Plan: plan{Step: stepHandOver, Next: "m-b"}},
 	}, {
 		rule:  "sharding.md, Details and decisions: unwritten outcomes go first, before the handover",
-		facts: facts{Claim: claim{kind: handOver, next: "m-b"}, Unwritten: true}, matches: withDelete,
+		facts: facts{Claim: ownership.Claim{Kind: ownership.HandOver, Next: "m-b"}, Unwritten: true}, matches: withDelete,
 		want: decided{Plan: plan{Step: stepHandOver, Next: "m-b", WriteFirst: true}},
 	}, {
 		rule:  "sharding.md, The assigner: an object whose owner label was edited by hand is stood by, even while deleted",
-		facts: facts{Claim: claim{kind: standBy, why: "edited"}, Deleting: true, Finalized: true}, matches: withDelete,
+		facts: facts{Claim: ownership.Claim{Kind: ownership.StandBy, Why: "edited"}, Deleting: true, Finalized: true}, matches: withDelete,
 		want: decided{Plan: plan{Step: stepStandBy, Why: "edited"}},
 	}, {
 		rule:  "ARCHITECTURE.md, The flow of one reconcile: no change handler runs on a body older than this process's last write",
@@ -183,7 +184,7 @@ func TestDecide(t *testing.T) {
 		if asked > 1 {
 			t.Errorf("%s: the registry was asked %d times, want once at most", tt.rule, asked)
 		}
-		if got.Plan.syncsDaemons() != (tt.facts.Claim.kind == work) {
+		if got.Plan.syncsDaemons() != (tt.facts.Claim.Kind == ownership.Work) {
 			t.Errorf("%s: the daemons follow the object: %v, want them to whenever it is this replica's", tt.rule, got.Plan.syncsDaemons())
 		}
 		got.Finalizer = got.Plan.settle(tt.left)

@@ -16,6 +16,7 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
@@ -51,7 +52,7 @@ type engine struct {
 	settings Settings
 	// own says which objects are this replica's: all of them, or a ring
 	// member's share.
-	own ownership
+	own ownership.Ownership
 	// started: the startup handlers have finished.
 	started atomic.Bool
 	log     logr.Logger
@@ -72,7 +73,7 @@ func (e *engine) Start(ctx context.Context) error {
 	go func() {
 		defer close(watched)
 		select {
-		case <-e.own.lost():
+		case <-e.own.Lost():
 			e.log.Info("This replica lost its objects: every handler and daemon is cancelled now.")
 			e.sup.Fence()
 			cancel()
@@ -177,7 +178,7 @@ func (e *engine) runUntilChanged(ctx context.Context) (runEnd, error) {
 // member's selects its share by its name in the ring), and for the served
 // namespaces and resources to be known.
 func (e *engine) run(ctx context.Context, rescope func()) error {
-	for _, ready := range []<-chan struct{}{e.own.ready(), e.served.Ready(), e.resources.ready()} {
+	for _, ready := range []<-chan struct{}{e.own.Ready(), e.served.Ready(), e.resources.ready()} {
 		select {
 		case <-ready:
 		case <-ctx.Done():
@@ -245,9 +246,34 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 			e.recallGone(ctx, c, kinds)
 			return nil
 		})
-		start(func(ctx context.Context) error { return e.own.watch(ctx, e) })
+		start(func(ctx context.Context) error { return e.own.Watch(ctx, e.shares) })
 	}
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// parts are what the ownership gets to know of the engine to make the
+// manager's runnables: runnables are the engine's, in order.
+func (e *engine) parts(runnables []manager.Runnable) ownership.Engine {
+	p := ownership.Engine{Config: e.mgr.GetConfig(), HTTPClient: e.mgr.GetHTTPClient(), Mapper: e.mapper, Toggle: e.toggle,
+		Idle: e.sup.Idle, Runnables: runnables, Working: []manager.Runnable{e, e.sup}}
+	for _, kind := range e.reg.Kinds {
+		if gvk, ok := e.kinds.static[kind]; ok {
+			p.Kinds = append(p.Kinds, gvk)
+		} else {
+			p.Unknown = append(p.Unknown, kind.Selector.String())
+		}
+	}
+	return p
+}
+
+// shares count the objects the engine remembers, by kind (the kinds'
+// metrics labels).
+func (e *engine) shares() map[string]int {
+	out := map[string]int{}
+	for _, k := range e.kinds.current() {
+		out[k.kindLabel] += k.memories.size()
+	}
+	return out
 }

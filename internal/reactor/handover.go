@@ -44,7 +44,7 @@ func (p *pipeline) handOver(ctx context.Context, c *cycle, pl plan) (reconcile.R
 	// Marked before the write: the DELETED event of the object leaving
 	// the cache may come before the write's answer.
 	p.markHandedOver(c.obj.GetUID())
-	ack, settle := p.own.letGo(c.obj, pl.Next)
+	ack, settle := p.own.LetGo(c.obj, pl.Next)
 	err := p.writes.acknowledge(ctx, c.obj, ack)
 	settle(err == nil)
 	if err != nil {

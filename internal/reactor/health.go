@@ -24,7 +24,7 @@ const (
 // check that runs the probe handlers (a freeze does not fail it: a restart
 // would not help). (The frozen-state metric is operatorMetrics'.)
 func addHealth(mgr manager.Manager, e *engine, reg *registry.Registry, s Settings) (*Prober, error) {
-	ready := func(*http.Request) error { return readiness(mgr.Elected(), e.started.Load, e.toggle, e.own.lost()) }
+	ready := func(*http.Request) error { return readiness(mgr.Elected(), e.started.Load, e.toggle, e.own.Lost()) }
 	if err := mgr.AddReadyzCheck(ReadyzCheckName, ready); err != nil {
 		return nil, fmt.Errorf("add the readiness check: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
@@ -67,7 +68,7 @@ func TestHostApplyGuards(t *testing.T) {
 			}
 			kind := &registry.Kind{GVK: cycleGVK, NewObject: func() registry.Object { return &unstructured.Unstructured{} }}
 			sup := daemons.New(daemons.Settings{})
-			r := newReconciler(kindObjects{kind: kind, gvk: cycleGVK}, resolved(t, Settings{}), cs, fixedProbe(true), sup, unshared{}, newMemories(&memo.Memo{}, nil, nil))
+			r := newReconciler(kindObjects{kind: kind, gvk: cycleGVK}, resolved(t, Settings{}), cs, fixedProbe(true), sup, ownership.Unshared{}, newMemories(&memo.Memo{}, nil, nil))
 			key := types.NamespacedName{Namespace: "ns", Name: "kex"}
 			mem := r.memories.recall("uid-kex", key)
 			rig.requests = nil

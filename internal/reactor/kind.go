@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/posting"
 )
 
@@ -31,7 +32,7 @@ type kindState struct {
 	// events carries the daemons' requests for reconciles.
 	events chan event.GenericEvent
 	// own says which objects are this replica's to work on.
-	own ownership
+	own ownership.Ownership
 	// daemonLog is the kind's logger for daemons and timers: they outlive
 	// the reconcile that spawned them, so they do not take its logger.
 	daemonLog logr.Logger
@@ -75,7 +76,7 @@ func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context
 // daemons or timers. A kind with low-level handlers only has none, unless
 // it is sharded: handing its objects over takes a reconcile.
 func (r *kindState) reconciles() bool {
-	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.reconcilesEveryKind()
+	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.ReconcilesEveryKind()
 }
 
 // forgetObjects forgets the remembered objects that keep does not keep,

@@ -89,7 +89,7 @@ func (l *lowLevel) handleEvent(raw any, eventType string) {
 	var mem *memory
 	switch eventType {
 	case causes.EventListed, causes.EventAdded:
-		l.r.memories.notice(obj.GetUID(), key, l.r.own.foundAtStart(eventType == causes.EventListed))
+		l.r.memories.notice(obj.GetUID(), key, l.r.own.FoundAtStart(eventType == causes.EventListed))
 		mem = l.r.memories.recall(obj.GetUID(), key)
 	default:
 		mem = l.r.memories.known(obj.GetUID())

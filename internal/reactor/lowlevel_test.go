@@ -11,6 +11,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
@@ -49,7 +50,7 @@ func TestDeletedEventRemembersNothing(t *testing.T) {
 	for _, tt := range tests {
 		seen = nil
 		kind := &registry.Kind{GVK: gvk, Watching: []*registry.EventHandler{watching}, Changing: tt.changing}
-		r := &reconciler{kindState: &kindState{kindObjects: kindObjects{kind: kind, gvk: gvk}, memories: newMemories(&memo.Memo{}, nil, nil), own: unshared{}, settings: resolved(t, Settings{})}}
+		r := &reconciler{kindState: &kindState{kindObjects: kindObjects{kind: kind, gvk: gvk}, memories: newMemories(&memo.Memo{}, nil, nil), own: ownership.Unshared{}, settings: resolved(t, Settings{})}}
 		tt.before(r.memories)
 		l := &lowLevel{r: r, ctx: context.Background(), log: logr.Discard()}
 		l.OnDelete(obj)

@@ -20,6 +20,7 @@ import (
 	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/jitter"
 	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/progress"
 	"github.com/kopf-go/kopf/internal/registry"
@@ -124,7 +125,7 @@ func TestStoragePanicEndsTheCycle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := newCycleRig(t, cycleObject("a", nil), func(string) (any, error) { return nil, nil }, false, false)
-			rig.r = newReconciler(rig.r.kindObjects, resolved(t, tt.settings), rig.r.clients, fixedProbe(true), rig.sup, unshared{},
+			rig.r = newReconciler(rig.r.kindObjects, resolved(t, tt.settings), rig.r.clients, fixedProbe(true), rig.sup, ownership.Unshared{},
 				newMemories(&memo.Memo{}, nil, nil))
 			rig.r.throttler.jitter = jitter.Jitter{} // the delay exactly, as Kopf's
 			result, err, lines := reconcileLogging(t, rig.r)
@@ -161,7 +162,7 @@ func TestClientWrapperPanicIsAFailedRequest(t *testing.T) {
 	guarded := guardClient(panickyWrapper{rig.c}, logr.Discard())
 	cs := &clients{direct: guarded}
 	cs.set(guarded)
-	rig.r = newReconciler(rig.r.kindObjects, resolved(t, Settings{}), cs, fixedProbe(true), rig.sup, unshared{}, newMemories(&memo.Memo{}, nil, nil))
+	rig.r = newReconciler(rig.r.kindObjects, resolved(t, Settings{}), cs, fixedProbe(true), rig.sup, ownership.Unshared{}, newMemories(&memo.Memo{}, nil, nil))
 	rig.r.throttler.jitter = jitter.Jitter{} // the delay exactly, as Kopf's
 	result, err, lines := reconcileLogging(t, rig.r)
 	if err != nil || result.RequeueAfter != time.Second {

@@ -106,7 +106,7 @@ func (p *pipeline) gather(c *cycle, now time.Time) facts {
 	deleting := c.obj.GetDeletionTimestamp() != nil
 	c.oldEssence, c.diffBaseErr = p.lastHandled(c, deleting)
 	return facts{
-		Claim:           p.own.claim(c.obj, now),
+		Claim:           p.own.Claim(c.obj, now),
 		CacheWait:       p.consistencyWait(c, now),
 		Unwritten:       c.mem.unwritten != nil,
 		Deleting:        deleting,

@@ -6,6 +6,7 @@ package reactor
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +26,7 @@ import (
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/jitter"
 	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
@@ -106,7 +108,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	if watch != nil {
 		base = append(base, watch)
 	}
-	runnables, err := eng.own.runnables(eng, base)
+	runnables, err := eng.own.Runnables(eng.parts(base))
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +121,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	if err != nil {
 		return nil, err
 	}
-	return &Installed{Prober: prober, Lost: eng.own.lost()}, nil
+	return &Installed{Prober: prober, Lost: eng.own.Lost()}, nil
 }
 
 // newEngine makes the engine, its supervisor and its kinds' reconcilers.
@@ -144,16 +146,16 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 		clientLog := mgr.GetLogger().WithName("client")
 		wrap = func(c client.Client) client.Client { return wrapContained(s.WrapClient, c, clientLog) }
 	}
-	var own ownership = unshared{}
+	var own ownership.Ownership = ownership.Unshared{}
 	if s.Sharding.Ring != "" {
 		// The member's Lease is written without the bound of its writes
 		// to objects: it is what extends them.
-		if own, err = newRingShare(mgr, direct, s, served, following); err != nil {
+		if own, err = ring.NewShare(direct, s.Sharding, s.Peering.Identity, s.Clock, mgr.GetLogger(), served, following); err != nil {
 			return nil, err
 		}
 	}
 	userWrap := wrap
-	wrap = func(c client.Client) client.Client { return own.bound(userWrap(c)) }
+	wrap = func(c client.Client) client.Client { return own.Bound(userWrap(c)) }
 	direct = wrap(direct)
 	ds := s.Daemons
 	ds.Logger, ds.Local, ds.Observer = mgr.GetLogger().WithName("daemons"), posting.Local, daemonMetrics{}
@@ -189,7 +191,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 // newReconciler makes the reconciler of one kind, and its daemons' host.
 // It keeps the memories it is given (those of the reconciler it replaces),
 // or makes new ones.
-func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor, own ownership, mems *memories) *reconciler {
+func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor, own ownership.Ownership, mems *memories) *reconciler {
 	label := metrics.Kind(objects.gvk)
 	s = guardStorages(s, label)
 	if mems == nil {
@@ -215,11 +217,11 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 //
 // The selector applies to the engine's kinds only: other kinds that
 // handlers read through the cache (servedclient.go) are not the ring's.
-func runCache(mgr manager.Manager, mapper meta.RESTMapper, own ownership) func(namespaces []string, kinds []*reconciler) (cache.Cache, error) {
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, own ownership.Ownership) func(namespaces []string, kinds []*reconciler) (cache.Cache, error) {
 	return func(namespaces []string, kinds []*reconciler) (cache.Cache, error) {
 		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
 			DefaultTransform: cache.TransformStripManagedFields()}
-		if sel := own.cacheSelector(); sel != nil {
+		if sel := own.CacheSelector(); sel != nil {
 			opts.ByObject = map[client.Object]cache.ByObject{}
 			for _, r := range kinds {
 				opts.ByObject[r.newObject()] = cache.ByObject{Label: sel}
@@ -253,14 +255,42 @@ func controllerName(gvk schema.GroupVersionKind) string {
 type noticingHandler struct {
 	handler.EnqueueRequestForObject
 	memories *memories
-	own      ownership
+	own      ownership.Ownership
 }
 
 func (h *noticingHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if e.Object != nil {
 		key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
-		h.memories.notice(e.Object.GetUID(), key, h.own.foundAtStart(e.IsInInitialList))
-		h.own.entered(e.Object)
+		h.memories.notice(e.Object.GetUID(), key, h.own.FoundAtStart(e.IsInInitialList))
+		h.own.Entered(e.Object)
 	}
 	h.EnqueueRequestForObject.Create(ctx, e, q)
+}
+
+// serviceAccountNamespace is where a pod finds the namespace it runs in.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// PodNamespace is the namespace the replica runs in: $POD_NAMESPACE, else
+// its service account's; "" outside a cluster.
+func PodNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if data, err := os.ReadFile(serviceAccountNamespace); err == nil {
+		return strings.TrimSpace(string(data))
+	}
+	return ""
+}
+
+// leaseNamespace is where the ring's Leases live when the settings do not
+// say: the namespace the replica runs in (PodNamespace), else the one
+// namespace it serves, else "default".
+func leaseNamespace(namespaces []string) string {
+	if ns := PodNamespace(); ns != "" {
+		return ns
+	}
+	if len(namespaces) == 1 {
+		return namespaces[0]
+	}
+	return "default"
 }

@@ -1,4 +1,4 @@
-package reactor
+package ring
 
 import (
 	"context"

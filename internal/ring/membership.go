@@ -1,29 +1,26 @@
-package reactor
+package ring
 
 import (
 	"context"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
-	"github.com/kopf-go/kopf/internal/ring"
 )
 
 // Sharding makes the operator a member of a ring of replicas that share
-// its objects (docs/sharding.md); a zero Ring: not sharded.
+// its objects (docs/sharding.md); a zero Ring: not sharded. The engine's
+// settings hold it.
 type Sharding struct {
 	// Ring names the ring: one per operator deployment.
 	Ring string
 	// Namespace holds the ring's Leases.
 	Namespace string
-	// Durations: see ring.Durations; resolved once, at setup.
-	ring.Durations
-	// AssignerWorkers: see ring.AssignerSettings.Workers.
+	// Durations: see Durations; resolved once, at setup.
+	Durations
+	// AssignerWorkers: see AssignerSettings.Workers.
 	AssignerWorkers int
 	// Lost, if set, is closed when the member loses its membership.
 	Lost chan struct{}
@@ -61,8 +58,8 @@ func (f *finishing) NeedLeaderElection() bool { return false }
 // instead. When the member loses its membership, the error stops the
 // manager; the engine has cancelled its work at the fence already.
 type membership struct {
-	member *ring.Member
-	sup    *daemons.Supervisor
+	member *Member
+	idle   func() bool
 	log    logr.Logger
 	// after are the runnables that stop before the Lease goes.
 	after []*finishing
@@ -91,7 +88,7 @@ func (m *membership) Start(ctx context.Context) error {
 	if err := <-result; err != nil {
 		return err
 	}
-	if !m.sup.Idle() {
+	if !m.idle() {
 		m.log.Error(nil, "Daemons or handlers of this replica still run after its stop: its Lease is not released but left to expire, "+
 			"so that the ring moves its objects only once this process has exited.", "lease", m.member.LeaseName())
 		return nil
@@ -136,32 +133,4 @@ func (w whileThawed) Start(ctx context.Context) error {
 			return err
 		}
 	}
-}
-
-// serviceAccountNamespace is where a pod finds the namespace it runs in.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-// PodNamespace is the namespace the replica runs in: $POD_NAMESPACE, else
-// its service account's; "" outside a cluster.
-func PodNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
-	}
-	if data, err := os.ReadFile(serviceAccountNamespace); err == nil {
-		return strings.TrimSpace(string(data))
-	}
-	return ""
-}
-
-// leaseNamespace is where the ring's Leases live when the settings do not
-// say: the namespace the replica runs in (PodNamespace), else the one
-// namespace it serves, else "default".
-func leaseNamespace(namespaces []string) string {
-	if ns := PodNamespace(); ns != "" {
-		return ns
-	}
-	if len(namespaces) == 1 {
-		return namespaces[0]
-	}
-	return "default"
 }

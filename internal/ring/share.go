@@ -1,8 +1,9 @@
-package reactor
+package ring
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,94 +14,95 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/metrics"
-	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
-// ringShare is the ownership of a ring member (docs/sharding.md): its
+// Share is the ownership of a ring member (docs/sharding.md): its
 // cache selects the objects whose owner label names it, it works on those
 // that are also granted to it while its tenure holds, it hands them over
 // when the assigner asks, and its writes end with its tenure.
-type ringShare struct {
+type Share struct {
 	name   string // the ring's name, for logs and metrics
-	keys   ring.Keys
-	member *ring.Member
+	keys   Keys
+	member *Member
 	// assigner is made with the runnables, once the engine's kinds are
 	// known.
-	assigner ring.AssignerSettings
-	clock    clock.PassiveClock
+	assigner AssignerSettings
+	clock    clock.WithTicker
 	log      logr.Logger
 	// taken and released count the objects that entered and left this
 	// member's cache since the last summary line.
 	taken, released atomic.Int64
 }
 
-// newRingShare prepares the membership of the replica in its ring; c
-// writes the member's Lease, without the bound of its writes to objects
+var _ ownership.Ownership = (*Share)(nil)
+
+// NewShare prepares the membership of the replica (identity) in its ring;
+// c writes the member's Lease, without the bound of its writes to objects
 // (the Lease is what extends them).
 //
 // The assigner gets fixed namespaces as such, and those of patterns with
 // globs (following) as the set that follows them.
-func newRingShare(mgr manager.Manager, c client.Client, s Settings, served *scopes.Served, following bool) (*ringShare, error) {
+func NewShare(c client.Client, sh Sharding, identity string, clk clock.WithTicker, log logr.Logger, served *scopes.Served, following bool) (*Share, error) {
 	namespaces, _ := served.Now()
 	if !following {
 		served = nil
 	}
-	log := mgr.GetLogger().WithName("ring")
-	sh := s.Sharding
-	member, err := ring.NewMember(c, ring.Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
-		Durations: sh.Durations, Clock: s.Clock, Logger: log})
+	log = log.WithName("ring")
+	member, err := NewMember(c, Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
+		Durations: sh.Durations, Clock: clk, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
 	}
-	return &ringShare{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: s.Clock, log: log,
-		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: s.Peering.Identity,
+	return &Share{name: sh.Ring, keys: KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log,
+		assigner: AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
 			Durations: sh.Durations,
 			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
 			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
 }
 
-func (r *ringShare) ready() <-chan struct{} { return r.member.Joined() }
-func (r *ringShare) lost() <-chan struct{}  { return r.member.Fenced() }
+func (r *Share) Ready() <-chan struct{} { return r.member.Joined() }
+func (r *Share) Lost() <-chan struct{}  { return r.member.Fenced() }
 
-// cacheSelector selects the objects whose owner label names this member:
+// CacheSelector selects the objects whose owner label names this member:
 // its cache holds its share, and an object whose label moves to another
 // member leaves it.
-func (r *ringShare) cacheSelector() labels.Selector {
+func (r *Share) CacheSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{r.keys.Owner: r.member.Name()})
 }
 
-// claim works on an object only while the member's tenure holds (checked
+// Claim works on an object only while the member's tenure holds (checked
 // by the clock, so that a process resumed after a long pause stands by
 // even before its fence's timer has run) and both the owner label and
 // the grant name it. An object being deleted is not handed over: its
 // owner completes the deletion, so that its delete handlers run once,
 // where its daemons stop for it.
-func (r *ringShare) claim(obj client.Object, now time.Time) claim {
+func (r *Share) Claim(obj client.Object, now time.Time) ownership.Claim {
 	me := r.member.Name()
 	select {
 	case <-r.member.Fenced():
-		return claim{kind: standBy, why: "this replica lost its ring membership"}
+		return ownership.Claim{Kind: ownership.StandBy, Why: "this replica lost its ring membership"}
 	default:
 	}
 	if !r.member.Tenure().Holds(now) {
-		return claim{kind: standBy, why: "this replica's ring membership has run out"}
+		return ownership.Claim{Kind: ownership.StandBy, Why: "this replica's ring membership has run out"}
 	}
 	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
 	if !p.Handled(me) {
-		return claim{kind: standBy, why: fmt.Sprintf("its owner label names this member, but it is granted to %q; "+
+		return ownership.Claim{Kind: ownership.StandBy, Why: fmt.Sprintf("its owner label names this member, but it is granted to %q; "+
 			"the owner label was changed by someone else than the ring, which puts it back", p.Granted)}
 	}
 	if p.Next != "" && p.Next != me && obj.GetDeletionTimestamp() == nil {
-		return claim{kind: handOver, next: p.Next}
+		return ownership.Claim{Kind: ownership.HandOver, Next: p.Next}
 	}
-	return claim{}
+	return ownership.Claim{}
 }
 
-// letGo moves the owner label and the grant to the next member and drops
+// LetGo moves the owner label and the grant to the next member and drops
 // the request, guarded by the resourceVersion of the object the member let
 // go of, so that it overwrites no change it has not seen.
-func (r *ringShare) letGo(obj client.Object, next string) (map[string]any, func(bool)) {
+func (r *Share) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
 	ack := map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
 		"labels":          map[string]any{r.keys.Owner: next},
@@ -113,64 +115,60 @@ func (r *ringShare) letGo(obj client.Object, next string) (map[string]any, func(
 	}
 }
 
-// foundAtStart is true for every object that enters the member's cache:
+// FoundAtStart is true for every object that enters the member's cache:
 // it may come from another member, and this one has none of that
 // member's memory of it, just as after a restart (docs/sharding.md).
-func (r *ringShare) foundAtStart(bool) bool { return true }
+func (r *Share) FoundAtStart(bool) bool { return true }
 
-// entered counts the object for the next summary.
-func (r *ringShare) entered(obj client.Object) {
+// Entered counts the object for the next summary.
+func (r *Share) Entered(obj client.Object) {
 	r.taken.Add(1)
 	r.log.V(1).Info("Took the object into this replica's shard.", "namespace", obj.GetNamespace(), "name", obj.GetName())
 }
 
-// reconcilesEveryKind: handing an object over takes a reconcile, also of
+// ReconcilesEveryKind: handing an object over takes a reconcile, also of
 // a kind with low-level handlers only.
-func (r *ringShare) reconcilesEveryKind() bool { return true }
+func (r *Share) ReconcilesEveryKind() bool { return true }
 
-// bound ends every write of the engine to objects with the member's
+// Bound ends every write of the engine to objects with the member's
 // tenure: none starts after another member could have taken its objects
 // over, and each one's context ends then.
-func (r *ringShare) bound(c client.Client) client.Client {
+func (r *Share) Bound(c client.Client) client.Client {
 	return &leaseBound{Client: c, until: func() time.Time { return r.member.Tenure().WritableUntil() }, clock: r.clock}
 }
 
-// runnables make a ring member of the replica: the engine, its daemons,
+// Runnables make a ring member of the replica: the engine, its daemons,
 // its Events and peering run on every replica, the member's Lease is held
 // until the engine and the supervisor have stopped, and the assigner
 // campaigns for its role while the operator is not frozen.
-func (r *ringShare) runnables(eng *engine, rest []manager.Runnable) ([]manager.Runnable, error) {
-	s := r.assigner
-	for _, kind := range eng.reg.Kinds {
-		gvk, ok := eng.kinds.static[kind]
-		if !ok {
-			return nil, fmt.Errorf("shard ring %q: %s is selected while running, which sharding does not support yet; register it with For or ForKind", r.name, kind.Selector)
-		}
-		s.Kinds = append(s.Kinds, gvk)
+func (r *Share) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
+	if len(e.Unknown) > 0 {
+		return nil, fmt.Errorf("shard ring %q: %s is selected while running, which sharding does not support yet; register it with For or ForKind", r.name, e.Unknown[0])
 	}
-	assigner, err := ring.NewAssigner(eng.mgr.GetConfig(), eng.mgr.GetHTTPClient(), eng.mapper, s)
+	s := r.assigner
+	s.Kinds = e.Kinds
+	assigner, err := NewAssigner(e.Config, e.HTTPClient, e.Mapper, s)
 	if err != nil {
 		return nil, fmt.Errorf("assign the objects of the ring %q: %w", r.name, err)
 	}
-	m := &membership{member: r.member, sup: eng.sup, log: r.log}
-	out := []manager.Runnable{m, whileThawed{Runnable: assigner, toggle: eng.toggle}}
-	for _, run := range rest {
-		switch run {
-		case eng, eng.sup:
+	m := &membership{member: r.member, idle: e.Idle, log: r.log}
+	out := []manager.Runnable{m, whileThawed{Runnable: assigner, toggle: e.Toggle}}
+	for _, run := range e.Runnables {
+		if slices.Contains(e.Working, run) {
 			f := newFinishing(run)
 			m.after = append(m.after, f)
 			out = append(out, f)
-		default:
+		} else {
 			out = append(out, everyReplica{run})
 		}
 	}
 	return out, nil
 }
 
-// watch logs, every few seconds while objects move, how many entered and
+// Watch logs, every few seconds while objects move, how many entered and
 // left this member's cache, and keeps the metric of its share.
-func (r *ringShare) watch(ctx context.Context, e *engine) error {
-	ticker := e.settings.Clock.NewTicker(shardSummaryInterval)
+func (r *Share) Watch(ctx context.Context, shares func() map[string]int) error {
+	ticker := r.clock.NewTicker(shardSummaryInterval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -179,8 +177,8 @@ func (r *ringShare) watch(ctx context.Context, e *engine) error {
 			return nil
 		case <-ticker.C():
 			r.summarize()
-			for _, k := range e.kinds.current() {
-				metrics.ShardObjectsOf(r.name, k.kindLabel).Set(float64(k.memories.size()))
+			for kind, n := range shares() {
+				metrics.ShardObjectsOf(r.name, kind).Set(float64(n))
 			}
 		}
 	}
@@ -189,7 +187,7 @@ func (r *ringShare) watch(ctx context.Context, e *engine) error {
 // summarize logs how many objects entered and left this member's cache
 // since the last summary, if any did: one line per rebalance rather than
 // one per object (those are debug lines).
-func (r *ringShare) summarize() {
+func (r *Share) summarize() {
 	taken, released := r.taken.Swap(0), r.released.Swap(0)
 	if taken == 0 && released == 0 {
 		return
