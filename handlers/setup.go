@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/peering"
@@ -231,11 +232,11 @@ const NoConsistencyWait time.Duration = -1
 // writes to the API server and reads through the manager's cache. Outside
 // handlers (and in login handlers, which run before there is a manager),
 // it is nil.
-func Client(ctx context.Context) client.Client { return reactor.ClientFrom(ctx) }
+func Client(ctx context.Context) client.Client { return clients.From(ctx) }
 
 // WithClient returns a context in which Client returns c: for unit tests
 // of handlers, with controller-runtime's fake client (see
 // pkg/handlertest).
 func WithClient(ctx context.Context, c client.Client) context.Context {
-	return reactor.WithClient(ctx, c)
+	return clients.WithClient(ctx, c)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
@@ -31,7 +32,7 @@ func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.Ac
 	for _, h := range handlers {
 		states[h.ID] = &execution.HandlerState{Active: true, Started: start}
 	}
-	hctx := WithClient(posting.NewContext(logr.NewContext(ctx, log), s.Poster), s.Client)
+	hctx := clients.WithClient(posting.NewContext(logr.NewContext(ctx, log), s.Poster), s.Client)
 	for {
 		now := s.Clock.Now()
 		for _, h := range handlers {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // annotationsSizeLimit is the API server's limit on all annotations of one
@@ -32,8 +33,8 @@ func (r *kindState) storeEssence(c *cycle, essence map[string]any) {
 func (p *pipeline) apply(ctx context.Context, c *cycle) (reconcile.Result, error) {
 	p.guardAnnotationsSize(ctx, c)
 	before := c.obj.GetResourceVersion()
-	conflict, err := p.writes.commit(ctx, c.local, c.obj, c.patch, c.finalizer)
-	if gone, ok := asGone(err); ok {
+	conflict, err := p.writes.Commit(ctx, c.local, c.obj, c.patch, c.finalizer)
+	if gone, ok := write.AsGone(err); ok {
 		p.forgetGone(c, gone)
 		return reconcile.Result{}, nil
 	}
@@ -64,8 +65,8 @@ func (p *pipeline) apply(ctx context.Context, c *cycle) (reconcile.Result, error
 // stop as for a deleted object, and its memory is marked, so that a cache
 // that still shows it runs nothing more for it; the memory goes once the
 // cache shows it gone or another object under its name.
-func (p *pipeline) forgetGone(c *cycle, gone *goneError) {
-	logGone(c.local, gone)
+func (p *pipeline) forgetGone(c *cycle, gone *write.GoneError) {
+	write.LogGone(c.local, gone)
 	c.mem.gone = true
 	p.sup.Gone(c.obj.GetUID())
 }

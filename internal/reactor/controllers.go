@@ -42,7 +42,7 @@ func (e *engine) controllers(c cache.Cache, kinds []*reconciler) ([]controller.C
 	runClient = e.wrap(runClient)
 	var ctrls []controller.Controller
 	for _, r := range kinds {
-		r.clients.set(runClient)
+		r.clients.Set(runClient)
 		if !r.reconciles() {
 			continue // only low-level handlers: nothing to reconcile
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // cycle is the state of one processing cycle of one object.
@@ -20,7 +21,7 @@ type cycle struct {
 	mem   *memory
 	patch *patch.Patch
 	// finalizer is what the cycle does to the finalizer (decide, settle).
-	finalizer finalizerChange
+	finalizer write.Finalizer
 	// left is what the handlers and daemons left: pending handlers, and
 	// daemons that still keep a deleted object.
 	left leftover

@@ -21,12 +21,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/write"
+	"github.com/kopf-go/kopf/internal/write/writetest"
 )
 
 var cycleGVK = schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}
@@ -91,7 +94,7 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 				if fail {
 					return apierrors.NewInternalError(errors.New("etcd is down"))
 				}
-				if err := preconditions(ctx, c, o, p, false); err != nil {
+				if err := writetest.Preconditions(ctx, c, o, p, false); err != nil {
 					return err
 				}
 				return c.Patch(ctx, o, p, opts...)
@@ -101,7 +104,7 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 				if data, err := p.Data(o); err == nil {
 					rig.written = append(rig.written, sub+" "+string(data))
 				}
-				if err := preconditions(ctx, c, o, p, true); err != nil {
+				if err := writetest.Preconditions(ctx, c, o, p, true); err != nil {
 					return err
 				}
 				return c.SubResource(sub).Patch(ctx, o, p, opts...)
@@ -129,9 +132,9 @@ func newCycleRig(t *testing.T, obj *unstructured.Unstructured, outcome func(id s
 	}
 	s := resolved(t, Settings{})
 	rig.sup = daemons.New(daemons.Settings{})
-	cs := &clients{direct: rig.c}
-	cs.set(rig.c)
-	rig.r = newReconciler(kindObjects{kind: kind, gvk: cycleGVK}, s, cs, fixedProbe(true), rig.sup, ownership.Unshared{}, newMemories(&memo.Memo{}, nil, nil))
+	cs := clients.NewCurrent(rig.c)
+	cs.Set(rig.c)
+	rig.r = newReconciler(kindObjects{kind: kind, gvk: cycleGVK}, s, cs, write.FixedProbe(true), rig.sup, ownership.Unshared{}, newMemories(&memo.Memo{}, nil, nil))
 	return rig
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/diff"
 	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // This file is the decision of one cycle, apart from doing it: pure
@@ -16,15 +17,6 @@ import (
 // before the change handlers; settle says what happens to the finalizer
 // after them, and requeueAfter when the object comes back once the
 // cycle's patch is written.
-
-// finalizerChange is what a cycle does to this operator's finalizer.
-type finalizerChange int
-
-const (
-	keepFinalizer finalizerChange = iota
-	addFinalizer
-	removeFinalizer
-)
 
 // facts are what a cycle knows of its object before any handler runs.
 type facts struct {
@@ -106,7 +98,7 @@ type plan struct {
 	Stealth bool
 	// Finalizer is added or removed in a cycle of its own: nothing else
 	// happens in it.
-	Finalizer finalizerChange
+	Finalizer write.Finalizer
 	// StopDaemons: the object is being deleted; its daemons are told to
 	// stop before the deletion handlers run, so that polite ones exit
 	// meanwhile.
@@ -160,10 +152,10 @@ func decide(f facts, lookup func(reason causes.Reason, initial bool) matches) pl
 	required := m.Visible && m.HandlersNeedFinalizer || m.DaemonsNeedFinalizer
 	switch {
 	case required && !f.Finalized && !f.Deleting:
-		p.Finalizer = addFinalizer
+		p.Finalizer = write.AddFinalizer
 		return p
 	case !required && f.Finalized:
-		p.Finalizer = removeFinalizer
+		p.Finalizer = write.RemoveFinalizer
 		return p
 	}
 	p.StopDaemons = f.Deleting
@@ -194,14 +186,14 @@ type leftover struct {
 // settle decides the finalizer once the handlers ran: a deleted object's
 // finalizer goes when its deletion handlers are done and its daemons have
 // exited.
-func (p plan) settle(l leftover) finalizerChange {
-	if p.Finalizer != keepFinalizer {
+func (p plan) settle(l leftover) write.Finalizer {
+	if p.Finalizer != write.KeepFinalizer {
 		return p.Finalizer
 	}
 	if p.Release && !l.Pending && !l.Blocking {
-		return removeFinalizer
+		return write.RemoveFinalizer
 	}
-	return keepFinalizer
+	return write.KeepFinalizer
 }
 
 // sleep is the log line that goes with a requeue for pending handlers.

@@ -9,6 +9,7 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/diff"
 	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // decided is the whole decision of one cycle: the plan, what the registry
@@ -17,7 +18,7 @@ type decided struct {
 	Plan plan
 	// Asked is the cause the registry was asked about ("": not asked).
 	Asked     causes.Reason
-	Finalizer finalizerChange
+	Finalizer write.Finalizer
 	Requeue   requeue
 }
 
@@ -66,12 +67,12 @@ func TestDecide(t *testing.T) {
 		rule:  "handlers.md, Deletion and the finalizer: OnDelete runs when the object is being deleted; daemons are told to stop first",
 		facts: deleting, matches: withDelete, written: true,
 		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
-			Asked: causes.Delete, Finalizer: removeFinalizer},
+			Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "handlers.md, Deletion and the finalizer: the finalizer is removed when the delete handlers are done",
 		facts: deleting, matches: withDelete, left: leftover{}, written: true,
 		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
-			Asked: causes.Delete, Finalizer: removeFinalizer},
+			Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "handlers.md, Deletion and the finalizer: deletion waits while a delete handler is pending",
 		facts: deleting, matches: withDelete, left: leftover{Pending: true, Delay: 10 * time.Second}, written: true,
@@ -88,7 +89,7 @@ func TestDecide(t *testing.T) {
 		facts:   deleting,
 		matches: matches{Visible: true, DaemonsNeedFinalizer: true}, left: leftover{},
 		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
-			Asked: causes.Delete, Finalizer: removeFinalizer},
+			Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "handlers.md, Deletion and the finalizer: a deletion without our finalizer is not ours (free): nothing runs, filters are not asked",
 		facts: facts{Deleting: true, HasDiffBase: true}, matches: withDelete,
@@ -98,7 +99,7 @@ func TestDecide(t *testing.T) {
 		facts:   deleting,
 		matches: matches{Visible: true, DaemonsNeedFinalizer: true}, written: true,
 		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
-			Asked: causes.Delete, Finalizer: removeFinalizer},
+			Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "handlers.md, Filters: an object that matches no change handler is left alone (stealth mode): no finalizer, no handlers",
 		facts: facts{}, matches: matches{},
@@ -106,23 +107,23 @@ func TestDecide(t *testing.T) {
 	}, {
 		rule:  "handlers.md, Deletion and the finalizer: the engine adds the finalizer in a cycle of its own, before any handler runs",
 		facts: facts{}, matches: withDelete,
-		want: decided{Plan: plan{Reason: causes.Create, Finalizer: addFinalizer}, Asked: causes.Create, Finalizer: addFinalizer},
+		want: decided{Plan: plan{Reason: causes.Create, Finalizer: write.AddFinalizer}, Asked: causes.Create, Finalizer: write.AddFinalizer},
 	}, {
 		rule:  "daemons.md, Deletion waits for daemons: a matching daemon puts the finalizer, even where no change handler matches",
 		facts: handled, matches: matches{DaemonsNeedFinalizer: true},
-		want: decided{Plan: plan{Reason: causes.NoOp, Stealth: true, Finalizer: addFinalizer}, Asked: causes.NoOp, Finalizer: addFinalizer},
+		want: decided{Plan: plan{Reason: causes.NoOp, Stealth: true, Finalizer: write.AddFinalizer}, Asked: causes.NoOp, Finalizer: write.AddFinalizer},
 	}, {
 		rule:  "handlers.md, Deletion and the finalizer: the finalizer is removed as soon as no handler needs it any more",
 		facts: facts{Finalized: true, HasDiffBase: true, Diff: changed}, matches: visible,
-		want: decided{Plan: plan{Reason: causes.Update, Finalizer: removeFinalizer}, Asked: causes.Update, Finalizer: removeFinalizer},
+		want: decided{Plan: plan{Reason: causes.Update, Finalizer: write.RemoveFinalizer}, Asked: causes.Update, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "handlers.md, Filters: an object that stops matching is left alone, and its finalizer goes",
 		facts: facts{Finalized: true, HasDiffBase: true}, matches: matches{},
-		want: decided{Plan: plan{Reason: causes.NoOp, Stealth: true, Finalizer: removeFinalizer}, Asked: causes.NoOp, Finalizer: removeFinalizer},
+		want: decided{Plan: plan{Reason: causes.NoOp, Stealth: true, Finalizer: write.RemoveFinalizer}, Asked: causes.NoOp, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "handlers.md, Deletion and the finalizer: a deleted object that no handler needs any more loses the finalizer at once",
 		facts: deleting, matches: visible,
-		want: decided{Plan: plan{Reason: causes.Delete, Finalizer: removeFinalizer}, Asked: causes.Delete, Finalizer: removeFinalizer},
+		want: decided{Plan: plan{Reason: causes.Delete, Finalizer: write.RemoveFinalizer}, Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "handlers.md, Errors and retries: a handler retried after a delay is requeued after it",
 		facts: facts{HasDiffBase: true, Diff: changed}, matches: visible, left: leftover{Pending: true, Delay: 5 * time.Second}, written: true,
@@ -141,7 +142,7 @@ func TestDecide(t *testing.T) {
 	}, {
 		rule:  "handlers.md, When the object's stored state is broken: a conflict on the finalizer write is decided again in the next cycle",
 		facts: facts{}, matches: withDelete, conflict: true,
-		want: decided{Plan: plan{Reason: causes.Create, Finalizer: addFinalizer}, Asked: causes.Create, Finalizer: addFinalizer,
+		want: decided{Plan: plan{Reason: causes.Create, Finalizer: write.AddFinalizer}, Asked: causes.Create, Finalizer: write.AddFinalizer,
 			Requeue: requeue{After: soon}},
 	}, {
 		rule:  "handlers.md, When the object's stored state is broken: an unreadable last handled configuration runs no change handlers",
@@ -151,7 +152,7 @@ func TestDecide(t *testing.T) {
 		rule:  "handlers.md, When the object's stored state is broken: with an unreadable last handled configuration, deletion still works",
 		facts: facts{Deleting: true, Finalized: true, DiffBaseInvalid: true}, matches: withDelete, written: true,
 		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
-			Asked: causes.Delete, Finalizer: removeFinalizer},
+			Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
 	}, {
 		rule:  "sharding.md, Handover: the old owner lets go first: an object handed over runs no handler, whatever changed",
 		facts: facts{Claim: ownership.Claim{Kind: ownership.HandOver, Next: "m-b"}, Diff: changed, CacheWait: time.Second}, matches: withDelete,

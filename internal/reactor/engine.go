@@ -215,7 +215,7 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	ctrls, err := e.controllers(c, kinds)
 	defer func() {
 		for _, r := range kinds {
-			r.clients.set(nil)
+			r.clients.Set(nil)
 		}
 	}()
 	if err != nil {
@@ -276,4 +276,12 @@ func (e *engine) shares() map[string]int {
 		out[k.kindLabel] += k.memories.size()
 	}
 	return out
+}
+
+// currentCache is the current run's cache, nil between runs.
+func (e *engine) currentCache() client.Reader {
+	if c := e.runCache.Load(); c != nil {
+		return *c
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // handoverPolling is how often a handover (or a stand-by) held up by
@@ -45,12 +46,12 @@ func (p *pipeline) handOver(ctx context.Context, c *cycle, pl plan) (reconcile.R
 	// the cache may come before the write's answer.
 	p.markHandedOver(c.obj.GetUID())
 	ack, settle := p.own.LetGo(c.obj, pl.Next)
-	err := p.writes.acknowledge(ctx, c.obj, ack)
+	err := p.writes.Acknowledge(ctx, c.obj, ack)
 	settle(err == nil)
 	if err != nil {
 		p.handed.Delete(c.obj.GetUID())
 	}
-	if gone, ok := asGone(err); ok {
+	if gone, ok := write.AsGone(err); ok {
 		p.forgetGone(c, gone)
 		return reconcile.Result{}, nil
 	}

@@ -13,8 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // kindHost is the daemons' host for one kind (daemons.Host): it reads the
@@ -32,7 +34,7 @@ var _ daemons.Host = (*kindHost)(nil)
 // same object (the same uid).
 func (h *kindHost) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, error) {
 	obj := h.newObject()
-	if err := h.clients.get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+	if err := h.clients.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", h.gvk.Kind, ref, err)
 	}
 	if obj.GetUID() != ref.UID {
@@ -61,11 +63,11 @@ func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) e
 	obj, err := h.target(ctx, ref)
 	read := obj.GetResourceVersion()
 	if err == nil {
-		_, err = h.writer.write(ctx, logr.Discard(), obj, p, keepFinalizer)
+		_, err = h.writer.Write(ctx, logr.Discard(), obj, p, write.KeepFinalizer)
 	}
-	if gone, ok := asGone(err); ok {
+	if gone, ok := write.AsGone(err); ok {
 		h.daemonLog.V(1).Info("Patching was skipped: the object is gone.", "namespace", ref.Namespace, "name", ref.Name,
-			"uid", ref.UID, "replaced", gone.replaced)
+			"uid", ref.UID, "replaced", gone.Replaced)
 		return nil
 	}
 	if v := obj.GetResourceVersion(); err == nil && v != read {
@@ -80,20 +82,20 @@ func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) e
 // ring member's share, or is gone) is read from the API server.
 func (h *kindHost) target(ctx context.Context, ref daemons.Ref) (client.Object, error) {
 	obj := h.newObject()
-	err := h.clients.get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
+	err := h.clients.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
 	switch {
 	case err == nil && obj.GetUID() == ref.UID:
 		return obj, nil
 	case err == nil:
 		obj.SetUID(ref.UID)
-		return obj, h.writer.gone(obj, true)
-	case !errors.Is(err, errFrozen) && !apierrors.IsNotFound(err):
+		return obj, h.writer.Gone(obj, true)
+	case !errors.Is(err, clients.ErrFrozen) && !apierrors.IsNotFound(err):
 		return obj, fmt.Errorf("read %s %s: %w", h.gvk.Kind, ref, err)
 	}
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
 	obj.SetUID(ref.UID)
-	return obj, h.writer.refresh(ctx, obj)
+	return obj, h.writer.Refresh(ctx, obj)
 }
 
 // Enqueue asks for a reconcile of the object.

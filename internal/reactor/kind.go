@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/posting"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // kindState is one kind's state, in one place: its objects' Go type and
@@ -26,8 +28,8 @@ type kindState struct {
 	// its change handlers' attempts under it.
 	kindLabel   string
 	invocations func(handler, cause, outcome string, took time.Duration, called bool)
-	clients     *clients
-	writer      *writer
+	clients     *clients.Current
+	writer      *write.Writer
 	memories    *memories
 	// events carries the daemons' requests for reconciles.
 	events chan event.GenericEvent
@@ -69,7 +71,7 @@ func (r *kindState) report(ctx context.Context, c *cycle, what, value, reason, m
 // handlerContext is the context a handler runs in: the logger, and the
 // poster for its Events.
 func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context.Context {
-	return WithClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
+	return clients.WithClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
 }
 
 // reconciles reports whether the kind has a controller: change handlers,

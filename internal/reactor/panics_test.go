@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/diffbase"
 	"github.com/kopf-go/kopf/internal/fields"
@@ -24,6 +25,7 @@ import (
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/progress"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // errorLine is an error line of a cycle: its message, and whether it
@@ -125,7 +127,7 @@ func TestStoragePanicEndsTheCycle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := newCycleRig(t, cycleObject("a", nil), func(string) (any, error) { return nil, nil }, false, false)
-			rig.r = newReconciler(rig.r.kindObjects, resolved(t, tt.settings), rig.r.clients, fixedProbe(true), rig.sup, ownership.Unshared{},
+			rig.r = newReconciler(rig.r.kindObjects, resolved(t, tt.settings), rig.r.clients, write.FixedProbe(true), rig.sup, ownership.Unshared{},
 				newMemories(&memo.Memo{}, nil, nil))
 			rig.r.throttler.jitter = jitter.Jitter{} // the delay exactly, as Kopf's
 			result, err, lines := reconcileLogging(t, rig.r)
@@ -159,10 +161,10 @@ func (panickyWrapper) Patch(context.Context, client.Object, client.Patch, ...cli
 // kept for the next cycle, and the object is throttled.
 func TestClientWrapperPanicIsAFailedRequest(t *testing.T) {
 	rig := newCycleRig(t, cycleObject("a", nil), func(string) (any, error) { return nil, nil }, false, false)
-	guarded := guardClient(panickyWrapper{rig.c}, logr.Discard())
-	cs := &clients{direct: guarded}
-	cs.set(guarded)
-	rig.r = newReconciler(rig.r.kindObjects, resolved(t, Settings{}), cs, fixedProbe(true), rig.sup, ownership.Unshared{}, newMemories(&memo.Memo{}, nil, nil))
+	guarded := clients.Guard(panickyWrapper{rig.c}, logr.Discard())
+	cs := clients.NewCurrent(guarded)
+	cs.Set(guarded)
+	rig.r = newReconciler(rig.r.kindObjects, resolved(t, Settings{}), cs, write.FixedProbe(true), rig.sup, ownership.Unshared{}, newMemories(&memo.Memo{}, nil, nil))
 	rig.r.throttler.jitter = jitter.Jitter{} // the delay exactly, as Kopf's
 	result, err, lines := reconcileLogging(t, rig.r)
 	if err != nil || result.RequeueAfter != time.Second {
@@ -212,7 +214,7 @@ func TestChangeFilterPanic(t *testing.T) {
 // the panic as their error.
 func TestClientWrapperThatPanicsItself(t *testing.T) {
 	rig := newCycleRig(t, cycleObject("a", nil), func(string) (any, error) { return nil, nil }, false, false)
-	c := wrapContained(func(client.Client) client.Client { panic("no client today") }, rig.c, logr.Discard())
+	c := clients.Contain(func(client.Client) client.Client { panic("no client today") }, rig.c, logr.Discard())
 	obj := cycleObject("a", nil)
 	for name, err := range map[string]error{
 		"Get":          c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj),
@@ -255,7 +257,7 @@ func (s countingStatus) Patch(context.Context, client.Object, client.Patch, ...c
 func TestGuardKeepsTheWrappersStatus(t *testing.T) {
 	rig := newCycleRig(t, cycleObject("a", nil), func(string) (any, error) { return nil, nil }, false, false)
 	var patched int
-	c := guardClient(statusWrapper{Client: rig.c, patched: &patched}, logr.Discard())
+	c := clients.Guard(statusWrapper{Client: rig.c, patched: &patched}, logr.Discard())
 	if err := c.Status().Patch(context.Background(), cycleObject("a", nil), client.Merge); err != nil {
 		t.Fatal(err)
 	}

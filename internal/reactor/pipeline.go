@@ -14,6 +14,7 @@ import (
 	"github.com/kopf-go/kopf/internal/diff"
 	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // The cycle of one object is a pipeline of three stages: gather the facts
@@ -47,10 +48,10 @@ type objectDaemons interface {
 type cycleWriter interface {
 	// commit writes the cycle's patch and finalizer change; conflict: the
 	// finalizer's write conflicted and was left out.
-	commit(ctx context.Context, log logr.Logger, obj client.Object, p *patch.Patch, fin finalizerChange) (conflict bool, err error)
+	Commit(ctx context.Context, log logr.Logger, obj client.Object, p *patch.Patch, fin write.Finalizer) (conflict bool, err error)
 	// acknowledge writes a handover's acknowledgement, guarded by the
 	// object's resourceVersion.
-	acknowledge(ctx context.Context, obj client.Object, ack map[string]any) error
+	Acknowledge(ctx context.Context, obj client.Object, ack map[string]any) error
 }
 
 // pipeline runs the cycles of one kind's objects.

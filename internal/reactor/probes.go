@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
@@ -142,7 +143,7 @@ func (p *Prober) run(r *round, now time.Time) {
 		}
 	})
 	results, err := map[string]any{}, error(nil)
-	hctx := WithClient(posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster), p.settings.Client)
+	hctx := clients.WithClient(posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster), p.settings.Client)
 	for _, h := range p.handlers {
 		st := &execution.HandlerState{Active: true, Started: now}
 		a := &causes.Activity{HandlerID: h.ID, Param: h.Param, Started: now, Memo: p.settings.Memo, Indices: p.settings.Indices}

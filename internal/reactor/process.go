@@ -9,6 +9,7 @@ import (
 	"github.com/kopf-go/kopf/internal/diff"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // handle carries out the change handlers' part of a plan: reports, the
@@ -31,10 +32,10 @@ func (p *pipeline) handle(ctx context.Context, c *cycle, pl plan, subject *regis
 		p.memories.stand(c.mem, execution.Standing{})
 	}
 	switch c.finalizer = pl.Finalizer; c.finalizer {
-	case addFinalizer:
+	case write.AddFinalizer:
 		c.local.V(1).Info("Adding the finalizer, thus preventing the actual deletion.")
 		return
-	case removeFinalizer:
+	case write.RemoveFinalizer:
 		c.local.V(1).Info("Removing the finalizer, as there are no handlers requiring it.")
 		return
 	}
@@ -47,7 +48,7 @@ func (p *pipeline) handle(ctx context.Context, c *cycle, pl plan, subject *regis
 	case pl.NoOp:
 		c.log.V(1).Info("Something has changed, but we are not interested (the essence is the same).")
 	}
-	if c.finalizer = pl.settle(c.left); c.finalizer == removeFinalizer {
+	if c.finalizer = pl.settle(c.left); c.finalizer == write.RemoveFinalizer {
 		c.local.V(1).Info("Removing the finalizer, thus allowing the actual deletion.")
 	}
 }

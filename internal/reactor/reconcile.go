@@ -31,7 +31,7 @@ type reconciler struct {
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	obj := r.newObject()
-	if err := r.clients.get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.clients.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			if uid := r.memories.forget(req.NamespacedName); uid != "" {
 				r.sup.Gone(uid)

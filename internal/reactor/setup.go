@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/jitter"
@@ -32,6 +33,7 @@ import (
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/scopes"
+	"github.com/kopf-go/kopf/internal/write"
 )
 
 // Installed is what Setup gives back: the prober of the probe handlers
@@ -70,11 +72,11 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	names, _ := served.Now()
 	// Handlers read through the manager's cache, unless the served
 	// namespaces follow patterns, which it cannot follow.
-	var following *servedClient
+	var following *clients.Served
 	switch {
 	case s.Client != nil:
 	case watch != nil:
-		following = &servedClient{Client: mgr.GetClient()}
+		following = &clients.Served{Client: mgr.GetClient()}
 		s.Client = following
 	default:
 		s.Client = mgr.GetClient()
@@ -92,7 +94,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 		return nil, err
 	}
 	if following != nil {
-		following.eng = eng
+		following.Cache, following.Mapper = eng.currentCache, eng.mapper
 	}
 	ps := s.Peering
 	ps.Namespaces, ps.Clock, ps.Logger = names, s.Clock, mgr.GetLogger().WithName("peering")
@@ -144,7 +146,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	if s.WrapClient != nil {
 		// The operator's wrapper is its code: its panics are contained.
 		clientLog := mgr.GetLogger().WithName("client")
-		wrap = func(c client.Client) client.Client { return wrapContained(s.WrapClient, c, clientLog) }
+		wrap = func(c client.Client) client.Client { return clients.Contain(s.WrapClient, c, clientLog) }
 	}
 	var own ownership.Ownership = ownership.Unshared{}
 	if s.Sharding.Ring != "" {
@@ -159,7 +161,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	direct = wrap(direct)
 	ds := s.Daemons
 	ds.Logger, ds.Local, ds.Observer = mgr.GetLogger().WithName("daemons"), posting.Local, daemonMetrics{}
-	ds.BaseContext = WithClient(posting.NewContext(context.Background(), s.Poster), s.Client)
+	ds.BaseContext = clients.WithClient(posting.NewContext(context.Background(), s.Poster), s.Client)
 	sup := daemons.New(ds)
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
 		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own), own: own, served: served}
@@ -180,7 +182,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	eng.resources = newResourceWatch(mgr, disco, s.Clock)
 	eng.kinds = &kindSet{reg: reg, static: static, made: map[string]*reconciler{}, log: eng.log,
 		make: func(kind *registry.Kind, gvk schema.GroupVersionKind, mems *memories) *reconciler {
-			r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, &clients{direct: direct}, discoveryProbe(disco, gvk), sup, own, mems)
+			r := newReconciler(kindObjects{kind: kind, gvk: gvk}, s, clients.NewCurrent(direct), write.DiscoveryProbe(disco, gvk), sup, own, mems)
 			r.daemonLog = mgr.GetLogger().WithValues("controller", controllerName(gvk),
 				"controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
 			return r
@@ -191,7 +193,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 // newReconciler makes the reconciler of one kind, and its daemons' host.
 // It keeps the memories it is given (those of the reconciler it replaces),
 // or makes new ones.
-func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusProbe, sup *daemons.Supervisor, own ownership.Ownership, mems *memories) *reconciler {
+func newReconciler(objects kindObjects, s Settings, cs *clients.Current, status *write.StatusProbe, sup *daemons.Supervisor, own ownership.Ownership, mems *memories) *reconciler {
 	label := metrics.Kind(objects.gvk)
 	s = guardStorages(s, label)
 	if mems == nil {
@@ -199,7 +201,7 @@ func newReconciler(objects kindObjects, s Settings, cs *clients, status *statusP
 		mems = newMemories(s.Memo, retrying, failed)
 		mems.replaced = sup.Gone
 	}
-	w := &writer{gvk: objects.gvk, finalizer: s.Finalizer, clients: cs, status: status, timeout: writeTimeout}
+	w := write.New(objects.gvk, s.Finalizer, cs, status, write.Timeout)
 	state := &kindState{kindObjects: objects, kindLabel: label, invocations: metrics.InvokedOf(label), clients: cs, writer: w, memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
 	state.host = &kindHost{kindState: state, done: sup.Done()}

@@ -1,4 +1,4 @@
-package reactor
+package write
 
 import (
 	"context"
@@ -10,25 +10,25 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// statusProbe finds out (once) whether a kind has a status subresource,
+// StatusProbe finds out (once) whether a kind has a status subresource,
 // which decides where results go; a failed lookup is retried on the next
 // call.
-type statusProbe struct {
+type StatusProbe struct {
 	lookup func(context.Context) (bool, error)
 	mu     sync.Mutex
 	known  *bool
 }
 
-// discoveryProbe asks discovery about the kind.
-func discoveryProbe(disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind) *statusProbe {
-	return &statusProbe{lookup: func(context.Context) (bool, error) { return hasStatusSubresource(disco, gvk) }}
+// DiscoveryProbe asks discovery about the kind.
+func DiscoveryProbe(disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind) *StatusProbe {
+	return &StatusProbe{lookup: func(context.Context) (bool, error) { return hasStatusSubresource(disco, gvk) }}
 }
 
-// fixedProbe knows the answer already (tests).
-func fixedProbe(has bool) *statusProbe { return &statusProbe{known: &has} }
+// FixedProbe knows the answer already (tests).
+func FixedProbe(has bool) *StatusProbe { return &StatusProbe{known: &has} }
 
-// has reports (and remembers) whether the kind has /status.
-func (p *statusProbe) has(ctx context.Context) (bool, error) {
+// Has reports (and remembers) whether the kind has /status.
+func (p *StatusProbe) Has(ctx context.Context) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.known != nil {

@@ -1,4 +1,4 @@
-package reactor
+package clients
 
 import (
 	"context"
@@ -29,21 +29,21 @@ type guardedClient struct {
 	broken error
 }
 
-// wrapContained wraps the engine's client with the operator's wrapper and
+// Contain wraps the engine's client with the operator's wrapper and
 // guards the result; a panic of the wrapper itself gives a client whose
 // every request fails.
-func wrapContained(wrap func(client.Client) client.Client, c client.Client, log logr.Logger) client.Client {
+func Contain(wrap func(client.Client) client.Client, c client.Client, log logr.Logger) client.Client {
 	wrapped, p := contain.Value(func() client.Client { return wrap(c) })
 	if p != nil {
 		metrics.CallbackPanicked("", metrics.CallbackClient, "")
 		log.Error(p, fmt.Sprintf("The client's wrapper (WrapClient) panicked: %s; every request of the engine fails.", p), "stack", string(p.Stack))
 		return &guardedClient{Client: c, log: log, broken: fmt.Errorf("the client's wrapper (WrapClient) panicked: %w", p)}
 	}
-	return guardClient(wrapped, log)
+	return Guard(wrapped, log)
 }
 
-// guardClient guards the client that the operator's wrapper returned.
-func guardClient(c client.Client, log logr.Logger) client.Client {
+// Guard guards the client that the operator's wrapper returned.
+func Guard(c client.Client, log logr.Logger) client.Client {
 	return &guardedClient{Client: c, log: log}
 }
 

@@ -1,4 +1,4 @@
-package reactor
+package clients
 
 import (
 	"context"
@@ -7,25 +7,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// servedClient is the client handlers get (ClientFrom) when the served
+// Served is the client handlers get (From) when the served
 // namespaces follow patterns with globs: the manager's cache cannot follow
 // them (its namespaces are fixed when it is made), and a cluster-wide one
 // would need cluster-wide RBAC. Reads go to the engine's current cache,
 // which holds the served namespaces and starts informers for the kinds
 // handlers read as they read them; writes go to the manager's client.
-type servedClient struct {
+type Served struct {
 	client.Client
-	eng *engine
+	// Cache is the engine's current run's cache, nil between runs.
+	Cache func() client.Reader
+	// Mapper is the engine's, which remembers what it found.
+	Mapper meta.RESTMapper
 }
 
-func (c *servedClient) reader() (client.Reader, error) {
-	if r := c.eng.runCache.Load(); r != nil {
-		return *r, nil
+func (c *Served) reader() (client.Reader, error) {
+	if r := c.Cache(); r != nil {
+		return r, nil
 	}
-	return nil, errFrozen
+	return nil, ErrFrozen
 }
 
-func (c *servedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (c *Served) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	r, err := c.reader()
 	if err != nil {
 		return err
@@ -33,7 +36,7 @@ func (c *servedClient) Get(ctx context.Context, key client.ObjectKey, obj client
 	return r.Get(ctx, key, obj, opts...)
 }
 
-func (c *servedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (c *Served) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	r, err := c.reader()
 	if err != nil {
 		return err
@@ -42,4 +45,4 @@ func (c *servedClient) List(ctx context.Context, list client.ObjectList, opts ..
 }
 
 // RESTMapper is the engine's, which remembers what it found.
-func (c *servedClient) RESTMapper() meta.RESTMapper { return c.eng.mapper }
+func (c *Served) RESTMapper() meta.RESTMapper { return c.Mapper }

@@ -1,4 +1,4 @@
-package reactor
+package write
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/patch"
 )
 
 // patchCall is what the API server saw of one patch's context.
 type patchCall struct {
 	Err error
-	// Bounded: the context has a deadline, at most writeTimeout away.
+	// Bounded: the context has a deadline, at most Timeout away.
 	Bounded bool
 }
 
@@ -33,12 +34,11 @@ func TestCommitOutlivesCancellation(t *testing.T) {
 	fc := fake.NewClientBuilder().WithObjects(cm).WithInterceptorFuncs(interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			deadline, ok := ctx.Deadline()
-			calls = append(calls, patchCall{Err: ctx.Err(), Bounded: ok && time.Until(deadline) <= writeTimeout})
+			calls = append(calls, patchCall{Err: ctx.Err(), Bounded: ok && time.Until(deadline) <= Timeout})
 			return c.Patch(ctx, obj, p, opts...)
 		},
 	}).Build()
-	w := &writer{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), finalizer: "x.kopf.dev/finalizer",
-		clients: &clients{direct: fc}, status: fixedProbe(false), timeout: writeTimeout}
+	w := New(corev1.SchemeGroupVersion.WithKind("ConfigMap"), "x.kopf.dev/finalizer", clients.NewCurrent(fc), FixedProbe(false), Timeout)
 	obj := &corev1.ConfigMap{}
 	if err := fc.Get(context.Background(), client.ObjectKeyFromObject(cm), obj); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestCommitOutlivesCancellation(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the stop came after the handlers ran
-	conflict, err := w.commit(ctx, logr.Discard(), obj, p, addFinalizer)
+	conflict, err := w.Commit(ctx, logr.Discard(), obj, p, AddFinalizer)
 	if err != nil || conflict {
 		t.Fatalf("commit() = %v, %v; want no conflict, no error", conflict, err)
 	}
@@ -80,13 +80,12 @@ func TestCommitIsBounded(t *testing.T) {
 			return ctx.Err()
 		},
 	}).Build()
-	w := &writer{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), finalizer: "x.kopf.dev/finalizer",
-		clients: &clients{direct: fc}, status: fixedProbe(false), timeout: time.Millisecond}
+	w := New(corev1.SchemeGroupVersion.WithKind("ConfigMap"), "x.kopf.dev/finalizer", clients.NewCurrent(fc), FixedProbe(false), time.Millisecond)
 	p := patch.New()
 	p.SetLabel("handled", "yes")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := w.commit(ctx, logr.Discard(), cm.DeepCopy(), p, keepFinalizer)
+	_, err := w.Commit(ctx, logr.Discard(), cm.DeepCopy(), p, KeepFinalizer)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("commit() = %v, want the write timeout's %v", err, context.DeadlineExceeded)
 	}

@@ -1,4 +1,4 @@
-package reactor
+package clients
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 type clientKey struct{}
 
-// WithClient returns a context in which ClientFrom returns c (a nil c
+// WithClient returns a context in which From returns c (a nil c
 // leaves ctx as it is).
 func WithClient(ctx context.Context, c client.Client) context.Context {
 	if c == nil {
@@ -17,10 +17,10 @@ func WithClient(ctx context.Context, c client.Client) context.Context {
 	return context.WithValue(ctx, clientKey{}, c)
 }
 
-// ClientFrom returns the operator's client from a handler's context, nil
+// From returns the operator's client from a handler's context, nil
 // outside handlers: the manager's client, which writes to the API server
 // and reads through the manager's cache.
-func ClientFrom(ctx context.Context) client.Client {
+func From(ctx context.Context) client.Client {
 	c, _ := ctx.Value(clientKey{}).(client.Client)
 	return c
 }

@@ -1,4 +1,4 @@
-package reactor
+package write
 
 import (
 	"context"
@@ -30,33 +30,33 @@ import (
 // error, and the cycle keeps its changes for the next one.
 const statusAttempts = 3
 
-// goneError is what a write returns when the object it was decided for no
+// GoneError is what a write returns when the object it was decided for no
 // longer exists: nothing of that write landed.
-type goneError struct {
-	kind string
-	key  types.NamespacedName
-	uid  types.UID
-	// replaced: another object has the name now; else none has.
-	replaced bool
+type GoneError struct {
+	Kind string
+	Key  types.NamespacedName
+	UID  types.UID
+	// Replaced: another object has the name now; else none has.
+	Replaced bool
 }
 
-func (e *goneError) Error() string {
-	if e.replaced {
-		return fmt.Sprintf("%s %s with uid %s is gone: another object has its name now", e.kind, e.key, e.uid)
+func (e *GoneError) Error() string {
+	if e.Replaced {
+		return fmt.Sprintf("%s %s with uid %s is gone: another object has its name now", e.Kind, e.Key, e.UID)
 	}
-	return fmt.Sprintf("%s %s with uid %s is gone", e.kind, e.key, e.uid)
+	return fmt.Sprintf("%s %s with uid %s is gone", e.Kind, e.Key, e.UID)
 }
 
-// asGone reports whether err says that the object is gone.
-func asGone(err error) (*goneError, bool) {
-	var gone *goneError
+// AsGone reports whether err says that the object is gone.
+func AsGone(err error) (*GoneError, bool) {
+	var gone *GoneError
 	ok := errors.As(err, &gone)
 	return gone, ok
 }
 
-// gone is the goneError of obj.
-func (w *writer) gone(obj client.Object, replaced bool) *goneError {
-	return &goneError{kind: w.gvk.Kind, key: client.ObjectKeyFromObject(obj), uid: obj.GetUID(), replaced: replaced}
+// Gone is the GoneError of obj.
+func (w *Writer) Gone(obj client.Object, replaced bool) *GoneError {
+	return &GoneError{Kind: w.gvk.Kind, Key: client.ObjectKeyFromObject(obj), UID: obj.GetUID(), Replaced: replaced}
 }
 
 // withMeta returns a copy of a main patch whose metadata set adds to,
@@ -86,22 +86,22 @@ func withUID(obj client.Object, main map[string]any) map[string]any {
 // sendStatus writes a status patch guarded by the object's
 // resourceVersion as obj has it (as read, or as this write's previous
 // patch answered), going again after a conflict with the same object.
-func (w *writer) sendStatus(ctx context.Context, obj client.Object, status map[string]any) error {
+func (w *Writer) sendStatus(ctx context.Context, obj client.Object, status map[string]any) error {
 	if obj.GetResourceVersion() == "" {
 		// Nothing in the engine writes without a version; should anything
 		// come to, the live one is read rather than none sent.
-		if err := w.refresh(ctx, obj); err != nil {
+		if err := w.Refresh(ctx, obj); err != nil {
 			return err
 		}
 	}
 	for attempt := 1; ; attempt++ {
 		guarded := withMeta(status, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
 		err := w.send(ctx, obj, guarded, true)
-		if gone, ok := asGone(err); ok && !gone.replaced {
+		if gone, ok := AsGone(err); ok && !gone.Replaced {
 			// A 404 of /status is the object's absence, or the
 			// subresource's (a CRD that no longer has it): only the object
 			// itself tells, and only its absence makes the object gone.
-			if err := w.refresh(ctx, obj); err != nil {
+			if err := w.Refresh(ctx, obj); err != nil {
 				return err
 			}
 			return fmt.Errorf("patch the status of %s %s: the status subresource is not served", w.gvk.Kind, client.ObjectKeyFromObject(obj))
@@ -109,23 +109,23 @@ func (w *writer) sendStatus(ctx context.Context, obj client.Object, status map[s
 		if !apierrors.IsConflict(err) || attempt == statusAttempts {
 			return err
 		}
-		if err := w.refresh(ctx, obj); err != nil {
+		if err := w.Refresh(ctx, obj); err != nil {
 			return err
 		}
 	}
 }
 
-// refresh learns the object's live resourceVersion (a cache may lag
+// Refresh learns the object's live resourceVersion (a cache may lag
 // behind the conflict it explains) and takes it into obj if it is still
-// the same object; a goneError if not. It asks with a patch that changes
+// the same object; a *GoneError if not. It asks with a patch that changes
 // nothing but names the uid: the API server answers a no-op patch with
 // the stored object (read afresh, not from its watch cache) without
 // writing, and refuses it if another object has the name now. So the
 // engine needs no `get` on the kinds it handles, only the `patch` it
 // writes with (docs/deploying.md, RBAC).
-func (w *writer) refresh(ctx context.Context, obj client.Object) error {
+func (w *Writer) Refresh(ctx context.Context, obj client.Object) error {
 	if err := w.send(ctx, obj, withUID(obj, nil), false); err != nil {
-		if _, ok := asGone(err); ok {
+		if _, ok := AsGone(err); ok {
 			return err
 		}
 		return fmt.Errorf("read %s %s: %w", w.gvk.Kind, client.ObjectKeyFromObject(obj), err)
