@@ -12,9 +12,9 @@ import (
 
 	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/peering"
-	"github.com/kopf-go/kopf/internal/reactor"
 	"github.com/kopf-go/kopf/internal/ring"
 )
 
@@ -159,8 +159,8 @@ type Sharding struct {
 	Lost chan struct{}
 }
 
-func (o Options) settings() reactor.Settings {
-	return reactor.Settings{
+func (o Options) settings() engine.Settings {
+	return engine.Settings{
 		Finalizer:               o.Finalizer,
 		Progress:                o.ProgressStorage,
 		DiffBase:                o.DiffBaseStorage,
@@ -209,13 +209,13 @@ func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
 // setup is SetupWithManager that also returns what the runner needs: the
 // prober of the probe handlers, for its liveness endpoint, and the signal
 // of a lost ring membership, on which it exits.
-func setup(mgr manager.Manager, reg *Registry, opts Options, s reactor.Settings) (*reactor.Installed, error) {
+func setup(mgr manager.Manager, reg *Registry, opts Options, s engine.Settings) (*engine.Installed, error) {
 	// Before anything is added to the manager: a refused registry leaves
 	// no controllers behind.
 	if err := reg.checkResources(mgr.GetScheme()); err != nil {
 		return nil, err
 	}
-	installed, err := reactor.Setup(mgr, &reg.reg, s)
+	installed, err := engine.Setup(mgr, &reg.reg, s)
 	if err != nil {
 		return nil, err
 	}

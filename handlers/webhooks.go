@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/admission"
+	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
-	"github.com/kopf-go/kopf/internal/reactor"
 )
 
 // WebhookOptions configure the serving of webhook handlers.
@@ -123,7 +123,7 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 		Clientset: clientset,
 		Mapper:    mgr.GetRESTMapper(),
 		Ready:     func() error { return started(nil) },
-		Namespace: cmp.Or(opts.LeaseNamespace, reactor.PodNamespace()),
+		Namespace: cmp.Or(opts.LeaseNamespace, engine.PodNamespace()),
 		Identity:  peering.Identity(false, time.Now()),
 		Logger:    log,
 	}

@@ -48,10 +48,10 @@ func (cs *Current) Writing() client.Client {
 }
 
 // Get reads an object from the current run's cache.
-func (cs *Current) Get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+func (cs *Current) Get(ctx context.Context, key types.NamespacedName, obj client.Object, opts ...client.GetOption) error {
 	c := cs.current.Load()
 	if c == nil {
 		return ErrFrozen
 	}
-	return (*c).Get(ctx, key, obj)
+	return (*c).Get(ctx, key, obj, opts...)
 }
