@@ -16,6 +16,7 @@ import (
 	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/ring/share"
 )
 
 // Options configure the engine. The zero value is Kopf's defaults, so a Go
@@ -175,7 +176,7 @@ func (o Options) settings() engine.Settings {
 		ErrorDelays:             o.ErrorDelays,
 		Posting:                 o.Posting,
 		Ready:                   o.Ready,
-		Sharding: ring.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
+		Sharding: share.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
 			Durations:       ring.Durations{LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
 			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost},
 	}

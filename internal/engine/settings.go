@@ -18,7 +18,7 @@ import (
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/progress"
-	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/ring/share"
 )
 
 // Settings are the engine's knobs; zero values mean Kopf's defaults.
@@ -76,7 +76,7 @@ type Settings struct {
 	Ready chan struct{}
 	// Sharding, if its Ring is set, makes the replica a member of a ring
 	// that shares the objects (docs/sharding.md).
-	Sharding ring.Sharding
+	Sharding share.Sharding
 
 	// resolved: Resolved has filled the defaults.
 	resolved bool

@@ -13,6 +13,7 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/ring/share"
 )
 
 // resolved is the settings resolved, for tests.
@@ -62,14 +63,14 @@ func TestResolved(t *testing.T) {
 	custom := Settings{Finalizer: "x/y", ConsistencyTimeout: -1, MaxConcurrentReconciles: 2,
 		Daemons:     daemons.Settings{ShutdownGrace: 3 * time.Second, ReportInterval: 4 * time.Second, DefaultBackoff: time.Second},
 		ErrorDelays: []time.Duration{time.Second}, Peering: peering.Settings{Name: "mine", Lifetime: 7 * time.Second},
-		Sharding: ring.Sharding{Ring: "main", Durations: ring.Durations{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RenewPeriod: 2 * time.Second}}}
+		Sharding: share.Sharding{Ring: "main", Durations: ring.Durations{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RenewPeriod: 2 * time.Second}}}
 	tests := []struct {
 		name string
 		in   Settings
 		want defaultsOf
 	}{
 		{"zero values are Kopf's defaults", Settings{}, kopf},
-		{"a ring's durations are the ring's defaults", Settings{Sharding: ring.Sharding{Ring: "main"}}, sharded},
+		{"a ring's durations are the ring's defaults", Settings{Sharding: share.Sharding{Ring: "main"}}, sharded},
 		{"set values stay", custom, defaultsIn(custom)},
 		{"empty error delays stay empty: no throttling", Settings{ErrorDelays: []time.Duration{}},
 			func() defaultsOf { d := kopf; d.ErrorDelays = []time.Duration{}; return d }()},
@@ -98,7 +99,7 @@ func TestResolved(t *testing.T) {
 // A ring's durations that do not nest are refused when the settings are
 // resolved, with the ring named.
 func TestResolvedRefusesDurationsThatDoNotNest(t *testing.T) {
-	_, err := Settings{Sharding: ring.Sharding{Ring: "main", Durations: ring.Durations{RenewDeadline: 20 * time.Second}}}.Resolved()
+	_, err := Settings{Sharding: share.Sharding{Ring: "main", Durations: ring.Durations{RenewDeadline: 20 * time.Second}}}.Resolved()
 	if err == nil || !strings.Contains(err.Error(), `shard ring "main"`) {
 		t.Errorf("Resolved() = %v, want the durations refused for the ring", err)
 	}

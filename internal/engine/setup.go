@@ -28,6 +28,7 @@ import (
 	"github.com/kopf-go/kopf/internal/freeze"
 	"github.com/kopf-go/kopf/internal/memory"
 	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/namespaces"
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/peering"
@@ -35,6 +36,7 @@ import (
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/resources"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/ring/share"
 	"github.com/kopf-go/kopf/internal/scopes"
 	"github.com/kopf-go/kopf/internal/write"
 )
@@ -68,7 +70,7 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 		s.Poster = &posting.Poster{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Now: s.Clock.Now,
 			Settings: s.Posting, Log: mgr.GetLogger().WithName("posting")}
 	}
-	served, watch, err := servedNamespaces(mgr, s.Namespaces)
+	served, watch, err := namespaces.Served(mgr, s.Namespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +157,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	if s.Sharding.Ring != "" {
 		// The member's Lease is written without the bound of its writes
 		// to objects: it is what extends them.
-		if own, err = ring.NewShare(direct, s.Sharding, s.Peering.Identity, s.Clock, mgr.GetLogger(), served, following); err != nil {
+		if own, err = share.New(direct, s.Sharding, s.Peering.Identity, s.Clock, mgr.GetLogger(), served, following); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package admission
+package managed
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+
+	"github.com/kopf-go/kopf/internal/admission"
 )
 
 // FieldManager is the field manager under which kopf-go applies the
@@ -30,7 +32,7 @@ type Applied struct {
 // at its zero (a caBundle when the operator is given no CA, a selector
 // without label filters) is not applied, so that it stays with whoever
 // else writes it.
-func (c Config) ApplyConfigurations(reg *Registry, resources Resources, persistentOnly bool) (Applied, error) {
+func ApplyConfigurations(c admission.Config, reg *admission.Registry, resources admission.Resources, persistentOnly bool) (Applied, error) {
 	a := Applied{
 		Validating: acv1.ValidatingWebhookConfiguration(c.Name),
 		Mutating:   acv1.MutatingWebhookConfiguration(c.Name),

@@ -1,4 +1,4 @@
-package ring
+package share
 
 import (
 	"context"
@@ -19,12 +19,13 @@ import (
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/internal/ring"
 )
 
 var shareT0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 // keys are the ring "main"'s keys, its Leases in "ops".
-var mainKeys = KeysOf("ops", "main")
+var mainKeys = ring.KeysOf("ops", "main")
 
 // leaseScheme knows Leases and ConfigMaps.
 func leaseScheme() *runtime.Scheme {
@@ -36,10 +37,10 @@ func leaseScheme() *runtime.Scheme {
 
 // joinedShare is the ring share of a member of "main" that has joined at
 // shareT0 by the fake clock, and runs until the test ends.
-func joinedShare(t *testing.T, fc *clocktesting.FakeClock) *Share {
+func joinedShare(t *testing.T, fc *clocktesting.FakeClock) *Ownership {
 	t.Helper()
-	member, err := NewMember(fake.NewClientBuilder().WithScheme(leaseScheme()).Build(),
-		Settings{Ring: "main", Namespace: "ops", Identity: "replica-1", Clock: fc})
+	member, err := ring.NewMember(fake.NewClientBuilder().WithScheme(leaseScheme()).Build(),
+		ring.Settings{Ring: "main", Namespace: "ops", Identity: "replica-1", Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func joinedShare(t *testing.T, fc *clocktesting.FakeClock) *Share {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the member did not join")
 	}
-	return &Share{name: "main", keys: mainKeys, member: member, clock: fc, log: logr.Discard()}
+	return &Ownership{name: "main", keys: mainKeys, member: member, clock: fc, log: logr.Discard()}
 }
 
 // placed is a ConfigMap with the ring's label and annotations.
@@ -94,7 +95,7 @@ func TestRingShareClaims(t *testing.T) {
 		{"its own object being deleted, asked to move", deleting, 0, ownership.Work, ""},
 		{"a label edited by hand to this member", placed(me, "m-b", ""), 0, ownership.StandBy, ""},
 		{"a label without a grant", placed(me, "", ""), 0, ownership.StandBy, ""},
-		{"its own object, after the renew deadline", placed(me, me, ""), DefaultRenewDeadline, ownership.StandBy, ""},
+		{"its own object, after the renew deadline", placed(me, me, ""), ring.DefaultRenewDeadline, ownership.StandBy, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,8 +150,8 @@ func (b *blocking) Start(ctx context.Context) error {
 func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key client.ObjectKey, cancel func(), engine *blocking, result chan error) {
 	t.Helper()
 	c = fake.NewClientBuilder().WithScheme(leaseScheme()).Build()
-	member, err := NewMember(c, Settings{Ring: "main", Namespace: "ops", Identity: "replica-1",
-		Durations: Durations{RenewPeriod: 10 * time.Millisecond, RenewDeadline: time.Second, LeaseDuration: 2 * time.Second}})
+	member, err := ring.NewMember(c, ring.Settings{Ring: "main", Namespace: "ops", Identity: "replica-1",
+		Durations: ring.Durations{RenewPeriod: 10 * time.Millisecond, RenewDeadline: time.Second, LeaseDuration: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestMembershipReleasesAfterTheEngine(t *testing.T) {
 	c, key, cancel, engine, result := stoppingMember(t, sup)
 	cancel()
 	time.Sleep(50 * time.Millisecond) // several renew periods: time enough to leave too early
-	if lease := (&coordinationv1.Lease{}); c.Get(context.Background(), key, lease) != nil || Released(lease) {
+	if lease := (&coordinationv1.Lease{}); c.Get(context.Background(), key, lease) != nil || ring.Released(lease) {
 		t.Fatal("the Lease was given up while the engine was still stopping")
 	}
 	close(engine.release)
@@ -181,7 +182,7 @@ func TestMembershipReleasesAfterTheEngine(t *testing.T) {
 		t.Errorf("Start() = %v, want nil after a graceful stop", err)
 	}
 	lease := &coordinationv1.Lease{}
-	if err := c.Get(context.Background(), key, lease); err != nil || !Released(lease) {
+	if err := c.Get(context.Background(), key, lease); err != nil || !ring.Released(lease) {
 		t.Errorf("the Lease is not released after the engine stopped: %v", err)
 	}
 }
@@ -201,7 +202,7 @@ func TestMembershipLeavesTheLeaseToExpireIfWorkStillRuns(t *testing.T) {
 		t.Errorf("Start() = %v, want nil after a graceful stop", err)
 	}
 	lease := &coordinationv1.Lease{}
-	if err := c.Get(context.Background(), key, lease); err != nil || Released(lease) {
+	if err := c.Get(context.Background(), key, lease); err != nil || ring.Released(lease) {
 		t.Errorf("the Lease was released (%v) while a handler still ran", err)
 	}
 }

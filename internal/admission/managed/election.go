@@ -1,4 +1,4 @@
-package admission
+package managed
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // election runs under a context of its own, cancelled only then, so that
 // the Lease is released (which lets another replica write at once) only
 // when this one writes no more.
-func (m *Managed) campaign(ctx context.Context, p *presence, stopPresence func()) error {
+func (m *Configurations) campaign(ctx context.Context, p *presence, stopPresence func()) error {
 	log := m.Logger.WithName("election")
 	electing, stop := context.WithCancel(logr.NewContext(context.WithoutCancel(ctx), log))
 	defer stop()
@@ -54,7 +54,7 @@ func (m *Managed) campaign(ctx context.Context, p *presence, stopPresence func()
 }
 
 // lead runs one writer's term until ctx ends or the leadership is lost.
-func (m *Managed) lead(ctx, leading context.Context, p *presence) error {
+func (m *Configurations) lead(ctx, leading context.Context, p *presence) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(leading, cancel)()
@@ -73,7 +73,7 @@ func (m *Managed) lead(ctx, leading context.Context, p *presence) error {
 // or its term begins after the cleanup and applies the configurations
 // again. Everything is bounded by leaveTimeout; what cannot be done in
 // time is logged, and the webhooks are left as they are.
-func (m *Managed) leave(ctx context.Context, p *presence, leading context.Context, won <-chan context.Context, ran <-chan struct{}) {
+func (m *Configurations) leave(ctx context.Context, p *presence, leading context.Context, won <-chan context.Context, ran <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()
 	if err := p.drop(ctx); err != nil {
@@ -116,7 +116,7 @@ func (m *Managed) leave(ctx context.Context, p *presence, leading context.Contex
 // alone reports whether no other replica's presence Lease is live; when
 // that cannot be told, it says so and counts others as live (the webhooks
 // stay, as a killed operator leaves them).
-func (m *Managed) alone(ctx context.Context, p *presence) bool {
+func (m *Configurations) alone(ctx context.Context, p *presence) bool {
 	others, err := p.others(ctx)
 	switch {
 	case err != nil:
@@ -132,7 +132,7 @@ func (m *Managed) alone(ctx context.Context, p *presence) bool {
 // election is the configuration of one campaign for the writer's Lease.
 // The candidate's identity is the presence Lease's name, unique to this
 // process, so that two processes with one identity never both lead.
-func (m *Managed) election(p *presence, started func(context.Context)) leaderelection.LeaderElectionConfig {
+func (m *Configurations) election(p *presence, started func(context.Context)) leaderelection.LeaderElectionConfig {
 	name := WriterLease(m.Config.Name)
 	return leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{

@@ -1,4 +1,8 @@
-package engine
+// Package namespaces follows the namespaces that the operator serves when
+// its patterns have globs: a watch of the namespaces that updates the
+// served set (internal/scopes) the engine and peering follow
+// (docs/scopes.md).
+package namespaces
 
 import (
 	"context"
@@ -19,7 +23,7 @@ import (
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
-// namespaceWatch follows the cluster's namespaces for patterns with globs
+// Watch follows the cluster's namespaces for patterns with globs
 // and keeps the served set up to date: namespaces that match are served
 // when they appear and dropped when they are gone (a namespace being
 // deleted is still served, so that its objects' deletion is handled).
@@ -31,17 +35,17 @@ import (
 //
 // It is a manager Runnable of every replica (NeedLeaderElection false):
 // the engine, peering and a ring's assigner all follow the served set.
-type namespaceWatch struct {
+type Watch struct {
 	mgr      manager.Manager
 	patterns scopes.Namespaces
 	served   *scopes.Served
 	log      logr.Logger
 }
 
-// servedNamespaces is the served set of the patterns: the whole cluster,
-// fixed names, or (for globs) a set that a namespaceWatch fills in, which
+// Served is the served set of the patterns: the whole cluster,
+// fixed names, or (for globs) a set that a Watch fills in, which
 // is then returned too.
-func servedNamespaces(mgr manager.Manager, patterns []string) (*scopes.Served, *namespaceWatch, error) {
+func Served(mgr manager.Manager, patterns []string) (*scopes.Served, *Watch, error) {
 	ns, err := scopes.ParseNamespaces(patterns)
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid namespaces: %w", err)
@@ -56,15 +60,15 @@ func servedNamespaces(mgr manager.Manager, patterns []string) (*scopes.Served, *
 		return scopes.ServeNames(ns.Names()), nil, nil
 	}
 	served := scopes.ServeLater()
-	return served, &namespaceWatch{mgr: mgr, patterns: ns, served: served,
+	return served, &Watch{mgr: mgr, patterns: ns, served: served,
 		log: mgr.GetLogger().WithName("namespaces")}, nil
 }
 
-func (w *namespaceWatch) NeedLeaderElection() bool { return false }
+func (w *Watch) NeedLeaderElection() bool { return false }
 
 // Start checks the permissions, then follows the namespaces until ctx is
 // done.
-func (w *namespaceWatch) Start(ctx context.Context) error {
+func (w *Watch) Start(ctx context.Context) error {
 	allowed, err := w.mayWatchNamespaces(ctx)
 	if err != nil {
 		return err
@@ -118,7 +122,7 @@ func (w *namespaceWatch) Start(ctx context.Context) error {
 }
 
 // update sets the served set from the namespaces in the cache.
-func (w *namespaceWatch) update(ctx context.Context, c cache.Cache) {
+func (w *Watch) update(ctx context.Context, c cache.Cache) {
 	var list corev1.NamespaceList
 	if err := c.List(ctx, &list); err != nil {
 		w.log.Error(err, "Cannot list the namespaces from the cache.")
@@ -152,7 +156,7 @@ var errNamespacesForbidden = errors.New("no permission to list and watch namespa
 
 // mayWatchNamespaces asks the API server whether the operator may list
 // and watch namespaces (every user may ask that of itself).
-func (w *namespaceWatch) mayWatchNamespaces(ctx context.Context) (bool, error) {
+func (w *Watch) mayWatchNamespaces(ctx context.Context) (bool, error) {
 	return resources.SelfReview(ctx, w.mgr, []authorizationv1.ResourceAttributes{
 		{Verb: "list", Resource: "namespaces"}, {Verb: "watch", Resource: "namespaces"},
 	})

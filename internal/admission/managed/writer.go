@@ -1,4 +1,4 @@
-package admission
+package managed
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/jitter"
 )
 
@@ -30,7 +31,7 @@ func fatal(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsIn
 // served yet or a write failed. With presence, it also deletes abandoned
 // presence Leases every writer lease duration. It returns an error only
 // for a write that retrying cannot mend; ctx's end is no error.
-func (m *Managed) write(ctx context.Context, p *presence) error {
+func (m *Configurations) write(ctx context.Context, p *presence) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var informing sync.WaitGroup
 	defer informing.Wait()
@@ -85,7 +86,7 @@ func (m *Managed) write(ctx context.Context, p *presence) error {
 }
 
 // collect deletes abandoned presence Leases, logging what it did.
-func (m *Managed) collect(ctx context.Context, p *presence) {
+func (m *Configurations) collect(ctx context.Context, p *presence) {
 	n, err := p.collect(ctx)
 	if err != nil && ctx.Err() == nil {
 		m.Logger.Error(err, "Abandoned presence Leases could not be deleted; they are tried again later.")
@@ -97,7 +98,7 @@ func (m *Managed) collect(ctx context.Context, p *presence) {
 
 // informers watch the two configurations (by name: the RBAC may grant
 // only them) and signal every change on changed, without blocking.
-func (m *Managed) informers(changed chan<- struct{}) []toolscache.SharedIndexInformer {
+func (m *Configurations) informers(changed chan<- struct{}) []toolscache.SharedIndexInformer {
 	api := m.Clientset.AdmissionregistrationV1()
 	byName := func(o metav1.ListOptions) metav1.ListOptions {
 		o.FieldSelector = "metadata.name=" + m.Config.Name
@@ -168,9 +169,9 @@ const (
 // sync brings both configurations in line with the handlers (only the
 // persistent ones when cleaning); complete is false while some kind's
 // resource is unknown (its webhooks have no rules yet).
-func (m *Managed) sync(ctx context.Context, why cause) (complete bool, err error) {
+func (m *Configurations) sync(ctx context.Context, why cause) (complete bool, err error) {
 	resources, complete := m.resources()
-	a, err := m.Config.ApplyConfigurations(m.Registry, resources, why == cleaning)
+	a, err := ApplyConfigurations(m.Config, m.Registry, resources, why == cleaning)
 	if err != nil {
 		return complete, err
 	}
@@ -222,7 +223,7 @@ func (m *Managed) sync(ctx context.Context, why cause) (complete bool, err error
 // carry out the plan for one configuration, as read (owned, or readErr):
 // delete the stale webhooks whole, then apply. A drift seen by watching
 // is someone else's change, and logged.
-func (m *Managed) carry(ctx context.Context, kind string, owned Content, readErr error, applied any, drift bool,
+func (m *Configurations) carry(ctx context.Context, kind string, owned Content, readErr error, applied any, drift bool,
 	remove func([]byte) error, apply func() error) error {
 	absent := apierrors.IsNotFound(readErr)
 	if readErr != nil && !absent {
@@ -260,14 +261,14 @@ func (m *Managed) carry(ctx context.Context, kind string, owned Content, readErr
 // mapper knew once keeps its last known resource while the mapper fails
 // to tell it (a discovery hiccup): its webhooks keep their rules rather
 // than match nothing until the next retry.
-func (m *Managed) resources() (Resources, bool) {
+func (m *Configurations) resources() (admission.Resources, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.known == nil {
-		m.known = map[*Kind]schema.GroupVersionResource{}
+		m.known = map[*admission.Kind]schema.GroupVersionResource{}
 	}
 	complete := true
-	known := map[*Kind]schema.GroupVersionResource{}
+	known := map[*admission.Kind]schema.GroupVersionResource{}
 	for _, k := range m.Registry.Kinds {
 		mapping, err := m.Mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 		if err != nil {
@@ -283,5 +284,5 @@ func (m *Managed) resources() (Resources, bool) {
 		known[k] = mapping.Resource
 		m.known[k] = mapping.Resource
 	}
-	return func(k *Kind) (schema.GroupVersionResource, bool) { gvr, ok := known[k]; return gvr, ok }, complete
+	return func(k *admission.Kind) (schema.GroupVersionResource, bool) { gvr, ok := known[k]; return gvr, ok }, complete
 }

@@ -1,4 +1,4 @@
-package admission
+package managed
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kopf-go/kopf/internal/admission"
 )
 
 // flakyMapper knows the example kind only after a few lookups, like a
@@ -44,12 +46,11 @@ func kexMapper(failures int32) *flakyMapper {
 	return f
 }
 
-func managedRegistry() *Registry {
+func managedRegistry() *admission.Registry {
 	reg, k := kexKind()
-	c := &calls{}
-	c.add(k, Validating, "plain", nil)
-	c.add(k, Validating, "keep", nil, func(h *Handler) { h.Persistent = true })
-	c.add(k, Mutating, "mutate", nil)
+	addWebhook(k, admission.Validating, "plain")
+	addWebhook(k, admission.Validating, "keep", func(h *admission.Handler) { h.Persistent = true })
+	addWebhook(k, admission.Mutating, "mutate")
 	return reg
 }
 
@@ -84,7 +85,7 @@ func ruled(n int) string {
 
 // run starts the runnable and returns a function that stops it and
 // returns its error.
-func run(m *Managed) func() error {
+func run(m *Configurations) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Start(ctx) }()
@@ -105,9 +106,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func managed(c *fake.Clientset, mapper meta.RESTMapper) *Managed {
-	return &Managed{
-		Config:    Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
+func managed(c *fake.Clientset, mapper meta.RESTMapper) *Configurations {
+	return &Configurations{
+		Config:    admission.Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
 		Registry:  managedRegistry(),
 		Clientset: c, Mapper: mapper, Logger: logr.Discard(),
 	}
@@ -237,7 +238,7 @@ func (f *toggledMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*m
 func TestResourcesKeepTheLastKnown(t *testing.T) {
 	mapper := &toggledMapper{RESTMapper: kexMapper(0).RESTMapper}
 	reg, k := kexKind()
-	m := &Managed{Registry: reg, Mapper: mapper, Logger: logr.Discard()}
+	m := &Configurations{Registry: reg, Mapper: mapper, Logger: logr.Discard()}
 	want := schema.GroupVersionResource{Group: kexGVK.Group, Version: kexGVK.Version, Resource: "kopfexamples"}
 
 	mapper.failing = true

@@ -1,4 +1,9 @@
-package admission
+// Package managed keeps the webhook configurations of the operator's
+// admission handlers in the cluster (docs/admission.md): applied with
+// server-side apply under the field manager kopf-go, applied again on
+// drift by one writer elected among the replicas, whose presence Leases
+// say who serves, so that the last to stop cleans up.
+package managed
 
 import (
 	"context"
@@ -17,10 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
-// DefaultRetryInterval is how often Managed retries a failed write, or
+// DefaultRetryInterval is how often Configurations retries a failed write, or
 // looks again for kinds the API server did not serve yet.
 const DefaultRetryInterval = 10 * time.Second
 
@@ -31,8 +37,8 @@ const DefaultRetryInterval = 10 * time.Second
 // a manager's graceful shutdown timeout (30 s by default).
 const leaveTimeout = WriterLeaseDuration + 2*WriterRetryPeriod + time.Second
 
-// Managed keeps a ValidatingWebhookConfiguration and a
-// MutatingWebhookConfiguration, both named Config.Name, in line with the
+// Configurations keeps a ValidatingWebhookConfiguration and a
+// MutatingWebhookConfiguration, both named admission.Config.Name, in line with the
 // handlers, with server-side apply under FieldManager, once the webhook
 // server serves. It is a manager.Runnable that runs on every replica
 // (webhooks are served by all of them).
@@ -45,9 +51,9 @@ const leaveTimeout = WriterLeaseDuration + 2*WriterRetryPeriod + time.Second
 // webhooks) only if no other replica's presence is live, and only as the
 // writer. Without a Namespace (one process in development), the process
 // writes alone and cleans up when it stops.
-type Managed struct {
-	Config   Config
-	Registry *Registry
+type Configurations struct {
+	Config   admission.Config
+	Registry *admission.Registry
 	// Clientset writes and watches the configurations, and the Leases.
 	Clientset kubernetes.Interface
 	// Mapper finds the kinds' resources (plurals).
@@ -72,25 +78,25 @@ type Managed struct {
 	// mu guards known: the resources of the kinds as the mapper last told
 	// them (resources).
 	mu    sync.Mutex
-	known map[*Kind]schema.GroupVersionResource
+	known map[*admission.Kind]schema.GroupVersionResource
 }
 
 // NeedLeaderElection is false: every replica serves webhooks; the writer
 // is elected among them by a Lease of their own.
-func (m *Managed) NeedLeaderElection() bool { return false }
+func (m *Configurations) NeedLeaderElection() bool { return false }
 
 // Serving returns nil once this replica counts among those that serve the
 // webhooks (its presence Lease is written; alone, once its server
 // serves): a readiness check, so that a rolling update does not stop an
 // old replica before the new one counts.
-func (m *Managed) Serving() error {
+func (m *Configurations) Serving() error {
 	if m.serving.Load() {
 		return nil
 	}
 	return fmt.Errorf("the replica does not serve the webhooks %s yet", m.Config.Name)
 }
 
-func (m *Managed) interval() time.Duration {
+func (m *Configurations) interval() time.Duration {
 	if m.RetryInterval == 0 {
 		return DefaultRetryInterval
 	}
@@ -101,7 +107,7 @@ func (m *Managed) interval() time.Duration {
 // ctx ends, alone or among replicas; then it cleans up if it should. It
 // returns an error for a write that retrying cannot mend (forbidden,
 // invalid) and for a failed cleanup of a process alone.
-func (m *Managed) Start(ctx context.Context) error {
+func (m *Configurations) Start(ctx context.Context) error {
 	if !m.waitReady(ctx) {
 		return nil
 	}
@@ -112,7 +118,7 @@ func (m *Managed) Start(ctx context.Context) error {
 }
 
 // runAlone is one process's writing, as in development: no Leases.
-func (m *Managed) runAlone(ctx context.Context) error {
+func (m *Configurations) runAlone(ctx context.Context) error {
 	m.Logger.Info("This process writes the webhook configurations alone: no namespace is known for the replicas' Leases.",
 		"name", m.Config.Name)
 	m.serving.Store(true)
@@ -128,7 +134,7 @@ func (m *Managed) runAlone(ctx context.Context) error {
 }
 
 // cleanUp leaves only the persistent handlers' webhooks.
-func (m *Managed) cleanUp(ctx context.Context) error {
+func (m *Configurations) cleanUp(ctx context.Context) error {
 	m.Logger.Info(fmt.Sprintf("Cleaning up the admission webhooks %s.", m.Config.Name))
 	if _, err := m.sync(ctx, cleaning); err != nil {
 		return fmt.Errorf("clean up the webhooks %s: %w", m.Config.Name, err)
@@ -138,7 +144,7 @@ func (m *Managed) cleanUp(ctx context.Context) error {
 
 // runReplicated is one replica's part among others: its presence, its
 // campaigns for the writer's Lease, and its leaving.
-func (m *Managed) runReplicated(ctx context.Context) error {
+func (m *Configurations) runReplicated(ctx context.Context) error {
 	p, err := m.newPresence()
 	if err != nil {
 		return err
@@ -174,7 +180,7 @@ func (m *Managed) runReplicated(ctx context.Context) error {
 
 // newPresence prepares the replica's presence Lease, under a name of this
 // process's own.
-func (m *Managed) newPresence() (*presence, error) {
+func (m *Configurations) newPresence() (*presence, error) {
 	random := make([]byte, 8)
 	if _, err := rand.Read(random); err != nil {
 		return nil, fmt.Errorf("draw the replica's incarnation: %w", err)
@@ -194,7 +200,7 @@ func (m *Managed) newPresence() (*presence, error) {
 // join writes the presence Lease, retrying until it succeeds (true) or ctx
 // ends (false). A refusal by the RBAC is an error: without the Leases'
 // Role, the replica would never be ready.
-func (m *Managed) join(ctx context.Context, p *presence) (bool, error) {
+func (m *Configurations) join(ctx context.Context, p *presence) (bool, error) {
 	for {
 		err := p.write(ctx)
 		switch {
@@ -217,7 +223,7 @@ func (m *Managed) join(ctx context.Context, p *presence) (bool, error) {
 
 // renew renews the presence Lease every renewal period until ctx ends; a
 // failed renewal is tried again after a fifth of it.
-func (m *Managed) renew(ctx context.Context, p *presence) {
+func (m *Configurations) renew(ctx context.Context, p *presence) {
 	next := PresenceRenewal
 	for sleep(ctx, next) {
 		next = PresenceRenewal
@@ -229,7 +235,7 @@ func (m *Managed) renew(ctx context.Context, p *presence) {
 }
 
 // waitReady polls Ready until it passes; false if ctx ends first.
-func (m *Managed) waitReady(ctx context.Context) bool {
+func (m *Configurations) waitReady(ctx context.Context) bool {
 	if m.Ready == nil {
 		return ctx.Err() == nil
 	}

@@ -1,4 +1,4 @@
-package ring
+package share
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/freeze"
+	"github.com/kopf-go/kopf/internal/ring"
 )
 
 // Sharding makes the operator a member of a ring of replicas that share
@@ -19,8 +20,8 @@ type Sharding struct {
 	// Namespace holds the ring's Leases.
 	Namespace string
 	// Durations: see Durations; resolved once, at setup.
-	Durations
-	// AssignerWorkers: see AssignerSettings.Workers.
+	ring.Durations
+	// AssignerWorkers: see ring.AssignerSettings.Workers.
 	AssignerWorkers int
 	// Lost, if set, is closed when the member loses its membership.
 	Lost chan struct{}
@@ -58,7 +59,7 @@ func (f *finishing) NeedLeaderElection() bool { return false }
 // instead. When the member loses its membership, the error stops the
 // manager; the engine has cancelled its work at the fence already.
 type membership struct {
-	member *Member
+	member *ring.Member
 	idle   func() bool
 	log    logr.Logger
 	// after are the runnables that stop before the Lease goes.

@@ -1,4 +1,8 @@
-package ring
+// Package share is a ring member's ownership of its objects (the engine's
+// ownership seam, docs/sharding.md): its cache's selector, its claims, the
+// handover's acknowledgement, the bound of its writes by its tenure, and
+// the runnables that hold its Lease and run the assigner.
+package share
 
 import (
 	"context"
@@ -15,20 +19,21 @@ import (
 
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
-// Share is the ownership of a ring member (docs/sharding.md): its
+// Ownership is the ownership of a ring member (docs/sharding.md): its
 // cache selects the objects whose owner label names it, it works on those
 // that are also granted to it while its tenure holds, it hands them over
 // when the assigner asks, and its writes end with its tenure.
-type Share struct {
+type Ownership struct {
 	name   string // the ring's name, for logs and metrics
-	keys   Keys
-	member *Member
+	keys   ring.Keys
+	member *ring.Member
 	// assigner is made with the runnables, once the engine's kinds are
 	// known.
-	assigner AssignerSettings
+	assigner ring.AssignerSettings
 	clock    clock.WithTicker
 	log      logr.Logger
 	// taken and released count the objects that entered and left this
@@ -36,39 +41,39 @@ type Share struct {
 	taken, released atomic.Int64
 }
 
-var _ ownership.Ownership = (*Share)(nil)
+var _ ownership.Ownership = (*Ownership)(nil)
 
-// NewShare prepares the membership of the replica (identity) in its ring;
+// New prepares the membership of the replica (identity) in its ring;
 // c writes the member's Lease, without the bound of its writes to objects
 // (the Lease is what extends them).
 //
 // The assigner gets fixed namespaces as such, and those of patterns with
 // globs (following) as the set that follows them.
-func NewShare(c client.Client, sh Sharding, identity string, clk clock.WithTicker, log logr.Logger, served *scopes.Served, following bool) (*Share, error) {
+func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, log logr.Logger, served *scopes.Served, following bool) (*Ownership, error) {
 	namespaces, _ := served.Now()
 	if !following {
 		served = nil
 	}
 	log = log.WithName("ring")
-	member, err := NewMember(c, Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
+	member, err := ring.NewMember(c, ring.Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
 		Durations: sh.Durations, Clock: clk, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
 	}
-	return &Share{name: sh.Ring, keys: KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log,
-		assigner: AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
+	return &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log,
+		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
 			Durations: sh.Durations,
 			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
 			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
 }
 
-func (r *Share) Ready() <-chan struct{} { return r.member.Joined() }
-func (r *Share) Lost() <-chan struct{}  { return r.member.Fenced() }
+func (r *Ownership) Ready() <-chan struct{} { return r.member.Joined() }
+func (r *Ownership) Lost() <-chan struct{}  { return r.member.Fenced() }
 
 // CacheSelector selects the objects whose owner label names this member:
 // its cache holds its share, and an object whose label moves to another
 // member leaves it.
-func (r *Share) CacheSelector() labels.Selector {
+func (r *Ownership) CacheSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{r.keys.Owner: r.member.Name()})
 }
 
@@ -78,7 +83,7 @@ func (r *Share) CacheSelector() labels.Selector {
 // the grant name it. An object being deleted is not handed over: its
 // owner completes the deletion, so that its delete handlers run once,
 // where its daemons stop for it.
-func (r *Share) Claim(obj client.Object, now time.Time) ownership.Claim {
+func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 	me := r.member.Name()
 	select {
 	case <-r.member.Fenced():
@@ -102,7 +107,7 @@ func (r *Share) Claim(obj client.Object, now time.Time) ownership.Claim {
 // LetGo moves the owner label and the grant to the next member and drops
 // the request, guarded by the resourceVersion of the object the member let
 // go of, so that it overwrites no change it has not seen.
-func (r *Share) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
+func (r *Ownership) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
 	ack := map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
 		"labels":          map[string]any{r.keys.Owner: next},
@@ -118,22 +123,22 @@ func (r *Share) LetGo(obj client.Object, next string) (map[string]any, func(bool
 // FoundAtStart is true for every object that enters the member's cache:
 // it may come from another member, and this one has none of that
 // member's memory of it, just as after a restart (docs/sharding.md).
-func (r *Share) FoundAtStart(bool) bool { return true }
+func (r *Ownership) FoundAtStart(bool) bool { return true }
 
 // Entered counts the object for the next summary.
-func (r *Share) Entered(obj client.Object) {
+func (r *Ownership) Entered(obj client.Object) {
 	r.taken.Add(1)
 	r.log.V(1).Info("Took the object into this replica's shard.", "namespace", obj.GetNamespace(), "name", obj.GetName())
 }
 
 // ReconcilesEveryKind: handing an object over takes a reconcile, also of
 // a kind with low-level handlers only.
-func (r *Share) ReconcilesEveryKind() bool { return true }
+func (r *Ownership) ReconcilesEveryKind() bool { return true }
 
 // Bound ends every write of the engine to objects with the member's
 // tenure: none starts after another member could have taken its objects
 // over, and each one's context ends then.
-func (r *Share) Bound(c client.Client) client.Client {
+func (r *Ownership) Bound(c client.Client) client.Client {
 	return &leaseBound{Client: c, until: func() time.Time { return r.member.Tenure().WritableUntil() }, clock: r.clock}
 }
 
@@ -141,13 +146,13 @@ func (r *Share) Bound(c client.Client) client.Client {
 // its Events and peering run on every replica, the member's Lease is held
 // until the engine and the supervisor have stopped, and the assigner
 // campaigns for its role while the operator is not frozen.
-func (r *Share) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
+func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 	if len(e.Unknown) > 0 {
 		return nil, fmt.Errorf("shard ring %q: %s is selected while running, which sharding does not support yet; register it with For or ForKind", r.name, e.Unknown[0])
 	}
 	s := r.assigner
 	s.Kinds = e.Kinds
-	assigner, err := NewAssigner(e.Config, e.HTTPClient, e.Mapper, s)
+	assigner, err := ring.NewAssigner(e.Config, e.HTTPClient, e.Mapper, s)
 	if err != nil {
 		return nil, fmt.Errorf("assign the objects of the ring %q: %w", r.name, err)
 	}
@@ -167,7 +172,7 @@ func (r *Share) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 
 // Watch logs, every few seconds while objects move, how many entered and
 // left this member's cache, and keeps the metric of its share.
-func (r *Share) Watch(ctx context.Context, shares func() map[string]int) error {
+func (r *Ownership) Watch(ctx context.Context, shares func() map[string]int) error {
 	ticker := r.clock.NewTicker(shardSummaryInterval)
 	defer ticker.Stop()
 	for {
@@ -187,7 +192,7 @@ func (r *Share) Watch(ctx context.Context, shares func() map[string]int) error {
 // summarize logs how many objects entered and left this member's cache
 // since the last summary, if any did: one line per rebalance rather than
 // one per object (those are debug lines).
-func (r *Share) summarize() {
+func (r *Ownership) summarize() {
 	taken, released := r.taken.Swap(0), r.released.Swap(0)
 	if taken == 0 && released == 0 {
 		return

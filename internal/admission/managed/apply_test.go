@@ -1,4 +1,4 @@
-package admission
+package managed
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
@@ -41,26 +42,25 @@ func jsonOf(t *testing.T, text string) map[string]any {
 // resource no rules; and when cleaning up, only the persistent webhooks.
 func TestApplyConfigurations(t *testing.T) {
 	reg, k := kexKind()
-	c := &calls{}
-	c.add(k, Validating, "plain", nil)
-	c.add(k, Validating, "keep", nil, func(h *Handler) {
+	addWebhook(k, admission.Validating, "plain")
+	addWebhook(k, admission.Validating, "keep", func(h *admission.Handler) {
 		h.Persistent = true
 		h.Labels = map[string]registry.Filter{"tier": registry.Equals("gold")}
 	})
-	c.add(k, Mutating, "mutate", nil)
+	addWebhook(k, admission.Mutating, "mutate")
 	url := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}
 	service := admissionregistrationv1.WebhookClientConfig{
 		Service:  &admissionregistrationv1.ServiceReference{Namespace: "operators", Name: "op"},
 		CABundle: []byte("CA"),
 	}
-	unknown := func(*Kind) (schema.GroupVersionResource, bool) { return schema.GroupVersionResource{}, false }
+	unknown := func(*admission.Kind) (schema.GroupVersionResource, bool) { return schema.GroupVersionResource{}, false }
 	const rules = `"rules": [{"apiGroups": ["kopf.dev"], "apiVersions": ["v1"], "resources": ["kopfexamples"], "operations": ["*"], "scope": "*"}]`
 	const common = `"failurePolicy": "Fail", "matchPolicy": "Equivalent", "sideEffects": "None", "timeoutSeconds": 30, "admissionReviewVersions": ["v1", "v1beta1"]`
 	const keepSelector = `"objectSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]}`
 	tests := []struct {
 		name           string
 		client         admissionregistrationv1.WebhookClientConfig
-		resources      Resources
+		resources      admission.Resources
 		persistentOnly bool
 		validating     string
 		mutating       string
@@ -87,8 +87,8 @@ func TestApplyConfigurations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			config := Config{Name: "auto.kopf.dev", ClientConfig: tt.client, Annotations: tt.annotations}
-			a, err := config.ApplyConfigurations(reg, tt.resources, tt.persistentOnly)
+			config := admission.Config{Name: "auto.kopf.dev", ClientConfig: tt.client, Annotations: tt.annotations}
+			a, err := ApplyConfigurations(config, reg, tt.resources, tt.persistentOnly)
 			if err != nil {
 				t.Fatal(err)
 			}
