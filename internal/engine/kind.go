@@ -104,7 +104,3 @@ func (r *kindState) forgetObjects(keep func(key types.NamespacedName) bool) {
 		}
 	}
 }
-
-// daemonSync keeps the kind's daemons and timers in line with an object
-// (spawning.go).
-type daemonSync struct{ *kindState }

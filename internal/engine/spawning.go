@@ -15,6 +15,10 @@ import (
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
+// daemonSync keeps the kind's daemons and timers in line with an object:
+// the cycle's Daemons.
+type daemonSync struct{ *kindState }
+
 var _ cycle.Daemons = daemonSync{}
 
 // spawnSubject is what daemon and timer filters look at: the object now.
