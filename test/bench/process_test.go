@@ -75,8 +75,13 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 			args = append(args, "--heapprofile", profile+".heap")
 		}
 	}
+	binary := fixtures.operator
+	if variant == variantForKindOther {
+		// Another build's quick start (restart_test.go).
+		binary, args[1] = *restartOther, variantForKind
+	}
 	started := time.Now()
-	proc, err := testenv.StartProcess(fixtures.operator, args, []string{"KUBECONFIG=" + fixtures.kubeconfig})
+	proc, err := testenv.StartProcess(binary, args, []string{"KUBECONFIG=" + fixtures.kubeconfig})
 	if err != nil {
 		tb.Fatal(err)
 	}

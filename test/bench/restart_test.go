@@ -23,8 +23,26 @@ var (
 	restartRuns    = flag.Int("restart-runs", 6, "BenchmarkRestart: fresh processes per variant, alternating; the table shows medians")
 )
 
+// restartOther, if set, is another build of the benchmark's operator (of
+// an earlier commit, say), whose quick start starts over the same objects
+// in turn with this build's: a before and after on one machine at one
+// time, which the machine's drift from run to run does not blur.
+var restartOther = flag.String("restart-other", "", "BenchmarkRestart: another build of test/bench/operator whose quick start runs too, in turn with this one's")
+
+// variantForKindOther is the quick start of the -restart-other build.
+const variantForKindOther = "forkind-other"
+
 // restartVariants are the quick start and its hand-written counterpart.
 var restartVariants = []string{variantForKind, variantBaselineUnstructured}
+
+// restartRunners are the variants that start over the handled objects: those,
+// and the other build's quick start if there is one.
+func restartRunners() []string {
+	if *restartOther == "" {
+		return restartVariants
+	}
+	return append(slices.Clone(restartVariants), variantForKindOther)
+}
 
 // Idleness, as the restart workload takes it: no write for a second and
 // less than 5% of a core busy over it.
@@ -124,8 +142,9 @@ func restartWorkload(tb testing.TB, n, runs int) map[string][]restartFigures {
 		namespaces[v] = handleOnce(tb, v, n)
 	}
 	out := map[string][]restartFigures{}
+	namespaces[variantForKindOther] = namespaces[variantForKind]
 	for run := range runs {
-		for _, v := range roundOrder(restartVariants, run) {
+		for _, v := range roundOrder(restartRunners(), run) {
 			f := restart(tb, v, namespaces[v], run)
 			out[v] = append(out[v], f)
 			if *verbose {
@@ -150,28 +169,38 @@ func BenchmarkRestart(b *testing.B) {
 }
 
 func writeRestartTable(w io.Writer, r map[string][]restartFigures, n int) {
-	kopf, base := r[variantForKind], r[variantBaselineUnstructured]
-	med := func(fs []restartFigures, f func(restartFigures) float64) float64 {
+	type column struct{ variant, heading string }
+	columns := []column{{variantForKind, "kopf-go ForKind"}, {variantBaselineUnstructured, "baseline unstructured"}}
+	ratios := [][2]string{{variantForKind, variantBaselineUnstructured}}
+	if len(r[variantForKindOther]) > 0 {
+		columns = append(columns, column{variantForKindOther, "ForKind, other build"})
+		ratios = append(ratios, [2]string{variantForKindOther, variantBaselineUnstructured}, [2]string{variantForKind, variantForKindOther})
+	}
+	heading := func(v string) string {
+		for _, c := range columns {
+			if c.variant == v {
+				return strings.TrimPrefix(c.heading, "kopf-go ")
+			}
+		}
+		return v
+	}
+	med := func(v string, f func(restartFigures) float64) float64 {
 		var xs []float64
-		for _, x := range fs {
+		for _, x := range r[v] {
 			xs = append(xs, f(x))
 		}
 		return median(xs)
 	}
-	most := func(fs []restartFigures, f func(restartFigures) float64) float64 {
+	most := func(v string, f func(restartFigures) float64) float64 {
 		m := 0.0
-		for _, x := range fs {
+		for _, x := range r[v] {
 			m = max(m, f(x))
 		}
 		return m
 	}
-	idle := func(f restartFigures) float64 { return f.idle.Seconds() }
-	cpu := func(f restartFigures) float64 { return f.cpu }
-	cpuPerObject := func(f restartFigures) float64 { return f.cpu * 1000 / float64(n) }
-	verb := func(v string) func(restartFigures) float64 {
-		return func(f restartFigures) float64 { return float64(countVerb(f.requests, v)) }
+	verb := func(name string) func(restartFigures) float64 {
+		return func(f restartFigures) float64 { return float64(countVerb(f.requests, name)) }
 	}
-	writes := func(f restartFigures) float64 { return float64(objectWrites(f.requests)) }
 	calls := func(f restartFigures) float64 {
 		total := 0
 		for _, c := range f.calls {
@@ -179,62 +208,75 @@ func writeRestartTable(w io.Writer, r map[string][]restartFigures, n int) {
 		}
 		return float64(total)
 	}
-	ratio := func(k, b float64) string {
-		if b == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%.2f", k/b)
+	_, _ = fmt.Fprintf(w, "A fresh process over %d handled objects, %d runs of each (medians; requests: the most of any run)\n\n", n, len(r[variantForKind]))
+	header := "| figure |"
+	rule := "|---|"
+	for _, c := range columns {
+		header += " " + c.heading + " |"
+		rule += "---:|"
 	}
-	_, _ = fmt.Fprintf(w, "A fresh process over %d handled objects, %d runs of each (medians; writes and reads: the most of any run)\n\n", n, len(kopf))
-	_, _ = fmt.Fprintln(w, "| figure | kopf-go ForKind | baseline unstructured | ForKind / baseline | target | met |")
-	_, _ = fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
-	timed := []struct {
+	for _, pair := range ratios {
+		header += " " + heading(pair[0]) + " / " + heading(pair[1]) + " |"
+		rule += "---:|"
+	}
+	_, _ = fmt.Fprintln(w, header+" target | met |")
+	_, _ = fmt.Fprintln(w, rule+"---|---|")
+	rows := []struct {
 		figure, format string
 		f              func(restartFigures) float64
+		timed          bool // a median, held at 1.1 × the baseline's; else a count, the most of any run
+		zero           bool // the count's target is 0
 	}{
-		{"start → idle, s", "%.2f", idle},
-		{"CPU until idle, s", "%.3f", cpu},
-		{"CPU per object, ms", "%.3f", cpuPerObject},
+		{"start → idle, s", "%.2f", func(f restartFigures) float64 { return f.idle.Seconds() }, true, false},
+		{"CPU until idle, s", "%.3f", func(f restartFigures) float64 { return f.cpu }, true, false},
+		{"CPU per object, ms", "%.3f", func(f restartFigures) float64 { return f.cpu * 1000 / float64(n) }, true, false},
+		{"writes to the objects", "%.0f", func(f restartFigures) float64 { return float64(objectWrites(f.requests)) }, false, true},
+		{"reads of single objects (get)", "%.0f", verb("get"), false, true},
+		{"lists", "%.0f", verb("list"), false, false},
+		{"watches", "%.0f", verb("watch"), false, false},
+		{"handler calls", "%.0f", calls, false, false},
 	}
-	for _, x := range timed {
-		k, b := med(kopf, x.f), med(base, x.f)
-		met := "yes"
-		if b == 0 || k/b > 1.1 {
-			met = "**no**"
+	for _, x := range rows {
+		value := most
+		if x.timed {
+			value = med
 		}
-		_, _ = fmt.Fprintf(w, "| %s | "+x.format+" | "+x.format+" | %s | ≤ 1.1 × baseline | %s |\n", x.figure, k, b, ratio(k, b), met)
-	}
-	counted := []struct {
-		figure string
-		f      func(restartFigures) float64
-		zero   bool
-	}{
-		{"writes to the objects", writes, true},
-		{"reads of single objects (get)", verb("get"), true},
-		{"lists", verb("list"), false},
-		{"watches", verb("watch"), false},
-		{"handler calls", calls, false},
-	}
-	for _, x := range counted {
-		k, b := most(kopf, x.f), most(base, x.f)
+		line := "| " + x.figure + " |"
+		for _, c := range columns {
+			line += fmt.Sprintf(" "+x.format+" |", value(c.variant, x.f))
+		}
+		for _, pair := range ratios {
+			k, b := value(pair[0], x.f), value(pair[1], x.f)
+			if !x.timed || b == 0 {
+				line += " |"
+				continue
+			}
+			line += fmt.Sprintf(" %.2f |", k/b)
+		}
 		target, met := "", ""
-		if x.zero {
+		k, b := value(variantForKind, x.f), value(variantBaselineUnstructured, x.f)
+		switch {
+		case x.timed:
+			target, met = "≤ 1.1 × baseline", "yes"
+			if b == 0 || k/b > 1.1 {
+				met = "**no**"
+			}
+		case x.zero:
 			target, met = "0", "yes"
 			if k != 0 {
 				met = "**no**"
 			}
 		}
-		_, _ = fmt.Fprintf(w, "| %s | %.0f | %.0f | | %s | %s |\n", x.figure, k, b, target, met)
+		_, _ = fmt.Fprintf(w, "%s %s | %s |\n", line, target, met)
 	}
 	_, _ = fmt.Fprintln(w)
-	for _, v := range restartVariants {
-		for i, f := range r[v] {
-			keys := slices.Sorted(maps.Keys(f.requests))
+	for _, c := range columns {
+		for i, f := range r[c.variant] {
 			var parts []string
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(f.requests)) {
 				parts = append(parts, fmt.Sprintf("%s: %d", k, f.requests[k]))
 			}
-			_, _ = fmt.Fprintf(w, "%s run %d: idle after %.2f s, CPU %.3f s; %s\n", v, i+1, f.idle.Seconds(), f.cpu, strings.Join(parts, ", "))
+			_, _ = fmt.Fprintf(w, "%s run %d: idle after %.2f s, CPU %.3f s; %s\n", c.variant, i+1, f.idle.Seconds(), f.cpu, strings.Join(parts, ", "))
 		}
 	}
 }
