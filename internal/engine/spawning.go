@@ -50,7 +50,7 @@ func (r daemonSync) Sync(o cycle.Object, essence map[string]any) {
 		h.Write(diffbase.Encode(essence))
 		fingerprint = h.Sum64()
 	}
-	r.sup.Sync(o.Ref(), r.host, r.objectDaemonLog(o.Obj), handlers, fingerprint, o.Mem.Memo(), o.Obj)
+	r.sup.Sync(daemons.Ref{UID: o.Obj.GetUID(), Namespace: o.Obj.GetNamespace(), Name: o.Obj.GetName()}, r.host, r.objectDaemonLog(o.Obj), handlers, fingerprint, o.Mem.Memo(), o.Obj)
 }
 
 // objectDaemonLog is the logger of the object's daemons and timers: the
