@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/envtestbin"
 )
 
@@ -169,13 +170,7 @@ func (e *Env) Namespace(t testing.TB) string {
 // (naming what was awaited) if it does not within the timeout.
 func Eventually(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	await.True(t, what, timeout, cond)
 }
 
 // KubeconfigFile writes a kubeconfig for an administrator of the control
