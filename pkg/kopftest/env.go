@@ -166,8 +166,9 @@ func (e *Env) Namespace(t testing.TB) string {
 	return name
 }
 
-// Eventually polls cond every 20 ms until it holds, and fails the test
-// (naming what was awaited) if it does not within the timeout.
+// Eventually polls cond until it holds (at once, then at growing
+// intervals up to 20 ms), and fails the test (naming what was awaited) if
+// it does not within the timeout.
 func Eventually(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	await.True(t, what, timeout, cond)

@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/pkg/kopftest"
@@ -327,17 +329,12 @@ func (r *testRing) settled(names []string) (bool, string) {
 // waitSettled waits until the ring has settled; timeout bounds the wait.
 func (r *testRing) waitSettled(names []string, timeout time.Duration) {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := r.settled(names)
-		if ok {
-			return
+	await.NoneMissing(r.t, "the ring settles", timeout, func() string {
+		if ok, why := r.settled(names); !ok {
+			return cmp.Or(why, "not yet")
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the ring has not settled within %s: %s", timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 // cutter cuts a replica's connections to the API server at once: new
