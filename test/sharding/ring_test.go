@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -343,6 +344,30 @@ type cutter struct {
 	mu     sync.Mutex
 	cut    bool
 	bodies map[*cutBody]struct{}
+	// reads are the replica's lists and watches of KopfExamples: the only
+	// way for it to learn of an object it has not seen.
+	reads int
+}
+
+// openWatches is how many watch streams of KopfExamples the replica has
+// open.
+func (c *cutter) openWatches() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for b := range c.bodies {
+		if b.watch {
+			n++
+		}
+	}
+	return n
+}
+
+// read is how many lists and watches of KopfExamples the replica made.
+func (c *cutter) read() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
 }
 
 var errCut = errors.New("the connection is cut")
@@ -352,11 +377,17 @@ func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if c.isCut() {
 			return nil, errCut
 		}
+		read := req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/kopfexamples")
+		if read {
+			c.mu.Lock()
+			c.reads++
+			c.mu.Unlock()
+		}
 		resp, err := rt.RoundTrip(req)
 		if err != nil || resp.Body == nil {
 			return resp, err
 		}
-		body := &cutBody{ReadCloser: resp.Body, c: c}
+		body := &cutBody{ReadCloser: resp.Body, c: c, watch: read && req.URL.Query().Get("watch") == "true"}
 		c.mu.Lock()
 		if c.bodies == nil {
 			c.bodies = map[*cutBody]struct{}{}
@@ -388,6 +419,8 @@ func (c *cutter) cutOff() {
 type cutBody struct {
 	io.ReadCloser
 	c *cutter
+	// watch: the body is a watch stream of KopfExamples.
+	watch bool
 }
 
 func (b *cutBody) Read(p []byte) (int, error) {
