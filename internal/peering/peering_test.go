@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/freeze"
 )
 
@@ -338,13 +339,7 @@ func TestWaitForCRDPolls(t *testing.T) {
 	// measure time, only guards against a hang.
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		await.True(t, what, 10*time.Second, cond)
 	}
 	waitUntil("the first poll", func() bool { return clk.HasWaiters() })
 	if frozen, reason := toggle.Frozen(); !frozen || reason != "the peering CRD clusterkopfpeerings.kopf.dev is missing" {

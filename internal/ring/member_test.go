@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/jitter"
 )
 
@@ -68,7 +69,7 @@ func joined(t *testing.T, m *Member) {
 // fire for it, so a test steps only then.
 func armed(t *testing.T, fc *clocktesting.FakeClock) {
 	t.Helper()
-	eventually(t, "the member's timers are set", func() bool { return fc.Waiters() == 2 })
+	await.True(t, "the member's timers are set", 10*time.Second, func() bool { return fc.Waiters() == 2 })
 }
 
 // checkLeaks verifies, after every other cleanup (members stopped), that
@@ -76,16 +77,6 @@ func armed(t *testing.T, fc *clocktesting.FakeClock) {
 func checkLeaks(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
-
-// eventually polls a condition that another goroutine makes true.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-	}
 }
 
 func leaseOf(t *testing.T, c client.Client, m *Member) (*coordinationv1.Lease, error) {
@@ -161,8 +152,8 @@ func TestMemberHoldsItsLease(t *testing.T) {
 	}
 
 	fc.Step(DefaultRenewPeriod)
-	eventually(t, "the Lease is renewed", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
-	eventually(t, "the tenure counts from the renewal's start", func() bool {
+	await.True(t, "the Lease is renewed", 10*time.Second, renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
+	await.True(t, "the tenure counts from the renewal's start", 10*time.Second, func() bool {
 		return m.Tenure().WritableUntil().Equal(t0.Add(DefaultRenewPeriod + DefaultLeaseDuration))
 	})
 
@@ -280,13 +271,20 @@ func TestMemberFencesItselfAtTheRenewDeadline(t *testing.T) {
 	armed(t, fc)
 
 	fc.Step(DefaultRenewPeriod)
-	eventually(t, "the renewal at 5 s", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
-	eventually(t, "the tenure counts from 5 s", func() bool { return m.Tenure().Renewed.Equal(t0.Add(DefaultRenewPeriod)) })
+	await.True(t, "the renewal at 5 s", 10*time.Second, renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
+	await.True(t, "the tenure counts from 5 s", 10*time.Second, func() bool { return m.Tenure().Renewed.Equal(t0.Add(DefaultRenewPeriod)) })
 	armed(t, fc)
 	fc.Step(DefaultRenewPeriod) // 10 s: the next renewal hangs
-	eventually(t, "a renewal hangs", func() bool { return calls() >= 2 })
+	await.True(t, "a renewal hangs", 10*time.Second, func() bool { return calls() >= 2 })
 	fc.Step(DefaultRenewDeadline - DefaultRenewPeriod - time.Millisecond) // 14.999 s
-	time.Sleep(50 * time.Millisecond)
+	// The member acts on time only through the fake clock's timers, and a
+	// step fires every timer due by then before it returns: the fence's
+	// timer still waiting now (the renewal's fired at 10 s and is not set
+	// again while the renewal hangs) proves that nothing made the member
+	// fence itself before 15 s, however slowly its goroutine runs.
+	if n := fc.Waiters(); n != 1 {
+		t.Fatalf("at 14.999 s, %d timers wait, want 1 (the fence's): a timer due before the renew deadline fired", n)
+	}
 	notFenced(t, m, "before the renew deadline after the last renewal's start")
 
 	fc.Step(time.Millisecond) // 15 s: 10 s after the renewal that began at 5 s
@@ -330,7 +328,7 @@ func TestMemberRetriesAFailedRenewal(t *testing.T) {
 	joined(t, m)
 	armed(t, fc)
 	fc.Step(DefaultRenewPeriod)
-	eventually(t, "the failure", func() bool { mu.Lock(); defer mu.Unlock(); return fails == 0 })
+	await.True(t, "the failure", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return fails == 0 })
 	armed(t, fc)
 	// The retry period passes, and the member's timers still wait (a
 	// retry without jitter would have fired, renewed, and been set again
@@ -339,7 +337,7 @@ func TestMemberRetriesAFailedRenewal(t *testing.T) {
 	fc.Step(retryPeriod(DefaultRenewPeriod))
 	armed(t, fc)
 	fc.Step(retryPeriod(DefaultRenewPeriod) / 4)
-	eventually(t, "the retry renews", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod+retryPeriod(DefaultRenewPeriod)*5/4)))
+	await.True(t, "the retry renews", 10*time.Second, renewedAt(t, c, m, t0.Add(DefaultRenewPeriod+retryPeriod(DefaultRenewPeriod)*5/4)))
 	notFenced(t, m, "after a renewal that was retried in time")
 }
 
@@ -403,7 +401,7 @@ func TestMemberAndItsLeaseEditedByHand(t *testing.T) {
 				}
 				return
 			}
-			eventually(t, "the Lease is renewed", renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
+			await.True(t, "the Lease is renewed", 10*time.Second, renewedAt(t, c, m, t0.Add(DefaultRenewPeriod)))
 			notFenced(t, m, "after an edit that left the Lease the member's")
 			lease, _ = leaseOf(t, c, m)
 			if lease.Labels[RingLabel] != "main" || *lease.Spec.LeaseDurationSeconds != 15 {

@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/envtestbin"
 )
 
@@ -165,17 +166,12 @@ func (e *Env) Namespace(t testing.TB) string {
 	return name
 }
 
-// Eventually polls cond every 20 ms until it holds, and fails the test
-// (naming what was awaited) if it does not within the timeout.
+// Eventually polls cond until it holds (at once, then at growing
+// intervals up to 20 ms), and fails the test (naming what was awaited) if
+// it does not within the timeout.
 func Eventually(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	await.True(t, what, timeout, cond)
 }
 
 // KubeconfigFile writes a kubeconfig for an administrator of the control

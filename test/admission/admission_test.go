@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -206,18 +207,14 @@ func TestAdmission(t *testing.T) {
 
 	// The API server starts calling webhooks a moment after their
 	// configuration appears: wait until a dry run is mutated.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	await.NoneMissing(t, "the webhooks take effect", 60*time.Second, func() string {
 		probe := kex(ns, "probe", nil, map[string]any{})
 		err := c.Create(ctx, probe, client.DryRunAll)
 		if injected, _, _ := unstructured.NestedInt64(probe.Object, "spec", "injected"); err == nil && injected == 123 {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhooks did not take effect within 60 s (last: %v, %v)", err, probe.Object)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Sprintf("a dry run's mutation (last: %v, %v)", err, probe.Object)
+	})
 	warned.take()
 
 	t.Run("an admission error rejects with its message and code", func(t *testing.T) {

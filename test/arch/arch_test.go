@@ -25,7 +25,9 @@ var layers = [][]string{
 		// The metrics' definitions import nothing of the project.
 		"internal/metrics",
 		// The containment of the operator's callbacks' panics.
-		"internal/contain"},
+		"internal/contain",
+		// The tests' one polling loop, under kopftest.Eventually.
+		"internal/await"},
 	{"internal/diff", "internal/patch", "internal/hierarchies"},
 	{"internal/keys"},
 	{"internal/progress", "internal/diffbase", "internal/causes"},
@@ -51,7 +53,7 @@ var layers = [][]string{
 var pure = []string{
 	"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/diff", "internal/keys", "internal/patch", "internal/progress",
 	"internal/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/hierarchies", "internal/sharding", "internal/scopes", "internal/selfsigned",
-	"internal/rounds", "internal/jitter", "internal/contain", "internal/precondition", "internal/memory",
+	"internal/rounds", "internal/jitter", "internal/contain", "internal/precondition", "internal/await", "internal/memory",
 }
 
 // controllerRuntimeAllowed are the only packages that may import

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -148,22 +150,17 @@ func waitForRing(t *testing.T, copies []*shardCopy) {
 // soon as one of the copies has exited.
 func shardWait(t *testing.T, copies []*shardCopy, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		for _, c := range copies {
-			if c.Exited() {
-				t.Fatalf("%s exited (%v) while waiting until %s", c.podID, c.Err(), what)
+	await.NoneMissing(t, what, timeout, func() string {
+		if ok, why := cond(); !ok {
+			for _, c := range copies {
+				if c.Exited() {
+					t.Fatalf("%s exited (%v) while waiting until %s", c.podID, c.Err(), what)
+				}
 			}
+			return cmp.Or(why, "not yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s: %s", timeout, what, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 // pingedEverywhere reports whether both daemons of every object have

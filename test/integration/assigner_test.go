@@ -58,7 +58,10 @@ func TestAssignerAsksForHandovers(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	m1, m2, m3, _, _ := startThree(t, ns, nil)
-	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
+	// One worker places the objects one at a time, in the order it heard
+	// of them: once an object created later is placed, every object
+	// changed before has been placed too.
+	logs, _ := startAssignerOn(t, ns, "kopf@host-1", ringLease, clock.RealClock{}, env.Config, func(s *ring.AssignerSettings) { s.Workers = 1 })
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	before := placements(t, ns)
 
@@ -100,15 +103,12 @@ func TestAssignerAsksForHandovers(t *testing.T) {
 	acked := placements(t, ns)
 	createConfigMaps(t, ns, "late", 1)
 	eventually(t, "the object created after the acknowledgements owned", ownedAsHashed(t, ns, 31, four))
-	stillFor(t, time.Second, "the acknowledged objects untouched", func() bool {
-		now := placements(t, ns)
-		for name := range acked {
-			if now[name] != acked[name] {
-				return false
-			}
+	now := placements(t, ns)
+	for name := range acked {
+		if now[name] != acked[name] {
+			t.Errorf("%s changed after its acknowledgement: %+v, was %+v", name, now[name], acked[name])
 		}
-		return true
-	})
+	}
 }
 
 // acknowledge moves a ConfigMap's owner label and grant to next and drops
@@ -126,17 +126,6 @@ func acknowledge(t *testing.T, ns, name, next string) {
 	delete(cm.Annotations, keys.Next)
 	if err := env.Client.Patch(context.Background(), cm, patch); err != nil {
 		t.Fatalf("acknowledge the handover of %s: %v", name, err)
-	}
-}
-
-// stillFor checks that cond holds throughout d: for "nothing happens
-// shortly after" checks, with d well inside what the durations allow.
-func stillFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if !cond() {
-			t.Fatalf("not so any more: %s", what)
-		}
 	}
 }
 
@@ -210,16 +199,24 @@ func TestAssignerMovesADeadMembersObjectsAfterTheLease(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	m1, m2, m3, failing, stop3 := startStallableRing(t, ns)
-	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
+	// The assigner's clock is fake and stands still but when the test
+	// steps it: every renewal it sees counts from the time it shows then.
+	fake := clocktesting.NewFakeClock(time.Now())
+	logs, _ := startAssignerOn(t, ns, "kopf@host-1", ringLease, fake, env.Config)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	before := placements(t, ns)
 
 	failing.Store(true)
-	// Its last renewal is at most a renew period ago, so the assigner
-	// counts it live for at least 1.7 s more: 1 s is safe.
-	stillFor(t, time.Second, "the stalled member's objects stay", func() bool {
-		return maps.Equal(before, placements(t, ns))
-	})
+	<-m3.Fenced()
+	// Just short of a lease duration after the stalled member's last
+	// renewal, the others renew, and the assigner sees it: it has had its
+	// chance to count the stalled member dead, and must not have.
+	fake.Step(ringLease - ringLease/4)
+	seenRenewing(t, ns, m1, m2)
+	if !maps.Equal(before, placements(t, ns)) || logs.has("Members stopped renewing their Leases") || leaseVersion(t, ns, m3.LeaseName()) == "" {
+		t.Fatal("the assigner counted the stalled member dead before its lease duration had run out")
+	}
+	fake.Step(ringLease / 2) // a quarter of a lease past its end
 	eventually(t, "the dead member's objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
 	if logs.has("Asked ") {
 		t.Error("the assigner asked a dead member for a handover")
@@ -346,12 +343,7 @@ func TestANewAssignerKnowsTheLeasesHistory(t *testing.T) {
 	fake.Step(ringLease + time.Second)
 	// Renewals of m1 and m2 seen after the step count from the stepped
 	// time; two of each make sure B has seen one.
-	for _, m := range []*ring.Member{m1, m2} {
-		for range 2 {
-			version := leaseVersion(t, ns, m.LeaseName())
-			eventually(t, m.Name()+" renews", func() bool { return leaseVersion(t, ns, m.LeaseName()) != version })
-		}
-	}
+	seenRenewing(t, ns, m1, m2)
 	if !maps.Equal(before, placements(t, ns)) {
 		t.Fatal("objects moved while no assigner was elected")
 	}
@@ -368,6 +360,20 @@ func TestANewAssignerKnowsTheLeasesHistory(t *testing.T) {
 	}
 	if err := stop3(); !errors.Is(err, ring.ErrMembershipLost) {
 		t.Errorf("the stalled member: Start() = %v, want %v", err, ring.ErrMembershipLost)
+	}
+}
+
+// seenRenewing waits until each member has renewed its Lease twice, so
+// that an assigner following the ring's Leases has seen at least one of
+// those renewals: after a step of its fake clock, one counting from the
+// stepped time.
+func seenRenewing(t *testing.T, ns string, members ...*ring.Member) {
+	t.Helper()
+	for _, m := range members {
+		for range 2 {
+			version := leaseVersion(t, ns, m.LeaseName())
+			eventually(t, m.Name()+" renews", func() bool { return leaseVersion(t, ns, m.LeaseName()) != version })
+		}
 	}
 }
 

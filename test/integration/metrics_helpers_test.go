@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -32,12 +33,12 @@ type samples map[string]float64
 // to listen: the manager starts its metrics server in the background.
 func scrape(t *testing.T, at string) samples {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	code, body := httpGetMaybe("http://" + at + "/metrics")
-	for code == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	var code int
+	var body string
+	await.True(t, "the metrics endpoint at "+at+" listens", 30*time.Second, func() bool {
 		code, body = httpGetMaybe("http://" + at + "/metrics")
-	}
+		return code != 0
+	})
 	if code != 200 {
 		t.Fatalf("GET /metrics: %d %s", code, body)
 	}
@@ -88,22 +89,17 @@ func waitForAtLeast(t *testing.T, at, what string, want map[string]float64) samp
 
 func waitFor(t *testing.T, at, what string, want map[string]float64, ok func(got, want float64) bool) samples {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := scrape(t, at)
+	var got samples
+	await.NoneMissing(t, what, 30*time.Second, func() string {
+		got = scrape(t, at)
 		var wrong []string
 		for s, v := range want {
 			if !ok(got[s], v) {
 				wrong = append(wrong, fmt.Sprintf("%s = %v, want %v", s, got[s], v))
 			}
 		}
-		if len(wrong) == 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
-			sort.Strings(wrong)
-			t.Fatalf("timed out waiting for %s:\n%s", what, strings.Join(wrong, "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		sort.Strings(wrong)
+		return strings.Join(wrong, "\n")
+	})
+	return got
 }

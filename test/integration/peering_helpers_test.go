@@ -35,7 +35,27 @@ func peeringObject(namespace, name string) *unstructured.Unstructured {
 
 func createPeering(t *testing.T, namespace, name string) {
 	t.Helper()
+	createPeeringWith(t, namespace, name, nil)
+}
+
+// createPeeringWith creates a peering object with these peer records in
+// it from the start (its status is no subresource).
+func createPeeringWith(t *testing.T, namespace, name string, records map[string]any) {
+	t.Helper()
 	obj := peeringObject(namespace, name)
+	if records != nil {
+		// As JSON, so that the records' numbers are what unstructured
+		// objects hold.
+		raw, err := json.Marshal(records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status map[string]any
+		if err := json.Unmarshal(raw, &status); err != nil {
+			t.Fatal(err)
+		}
+		obj.Object["status"] = status
+	}
 	if err := env.Client.Create(context.Background(), obj); err != nil {
 		t.Fatalf("create the peering %s: %v", name, err)
 	}
@@ -71,20 +91,30 @@ func peers(t *testing.T, namespace, name string) map[string]any {
 	return status
 }
 
-// watches counts the watch requests of one resource that are open, as
-// seen on the operator's connection.
+// watches counts the watch requests of one resource that are open, and
+// every list or watch of it made so far, as seen on the operator's
+// connection.
 type watches struct {
 	resource string
 	mu       sync.Mutex
 	open     int
+	// reads are the lists and watches of the resource's collection: the
+	// only way for an operator to learn of an object it has not seen.
+	reads int
 }
 
-// config returns a connection that counts the open watches.
+// config returns a connection that counts the open watches and the reads.
 func (w *watches) config() *rest.Config {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTrip(func(req *http.Request) (*http.Response, error) {
-			if req.URL.Query().Get("watch") != "true" || !strings.HasSuffix(req.URL.Path, "/"+w.resource) {
+			if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/"+w.resource) {
+				return rt.RoundTrip(req)
+			}
+			w.mu.Lock()
+			w.reads++
+			w.mu.Unlock()
+			if req.URL.Query().Get("watch") != "true" {
 				return rt.RoundTrip(req)
 			}
 			w.add(1)
@@ -110,6 +140,13 @@ func (w *watches) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.open
+}
+
+// read is how many lists and watches of the resource were made so far.
+func (w *watches) read() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reads
 }
 
 type roundTrip func(*http.Request) (*http.Response, error)

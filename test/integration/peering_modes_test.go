@@ -2,12 +2,15 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 // A freezing peer that stops renewing its record is dead once its lifetime
@@ -55,38 +58,64 @@ func TestSamePriorityFreezesAll(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", seen.record)
-	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator", Priority: 5})
+	w := &watches{resource: "kopfexamples"}
+	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator", Priority: 5})
+	op.Start(t)
 	eventually(t, "the warning and the freeze", func() bool {
 		return len(op.Logs.Messages("Possibly conflicting operators with the same priority: [<Peer twin: priority=5,")) > 0 &&
-			len(op.Logs.Messages("Pausing all operators, including self: [")) == 1
+			len(op.Logs.Messages("Pausing all operators, including self: [")) == 1 && w.count() == 0
 	})
+	reads := w.read()
 	create(t, exampleObject(t, ns))
-	time.Sleep(time.Second)
-	if isHandled(t, ns, "kopf-example-1") {
-		t.Fatal("the object was handled although an operator of the same priority is alive")
+	// A second twin comes after the object: once the operator warns of it,
+	// it has handled an event later than the object's creation; frozen, it
+	// has neither listed nor watched the kind since, so it cannot have
+	// seen the object.
+	setPeer(t, ns, "default", "twin-2", kopfRecord(5, 60))
+	eventually(t, "the operator judges the second twin", func() bool {
+		return len(op.Logs.Messages("<Peer twin-2: priority=5,")) > 0
+	})
+	if n := w.read() - reads; n != 0 || isHandled(t, ns, "kopf-example-1") {
+		t.Fatalf("the frozen operator read the kind %d times since the freeze, and handled the object: %v", n, isHandled(t, ns, "kopf-example-1"))
 	}
+	setPeer(t, ns, "default", "twin-2", nil)
 	setPeer(t, ns, "default", "twin", nil)
 	eventually(t, "the operator serves once the twin is gone", func() bool { return isHandled(t, ns, "kopf-example-1") })
 }
 
 // Mandatory peering (--peering=NAME): without the peering object, the
-// operator stays frozen; once it exists (without conflicts), it serves.
+// operator stays frozen; once it exists, its peers decide: frozen while
+// one of higher priority lives, serving once none is left.
 func TestMandatoryPeering(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", seen.record)
-	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator", Peering: "ours"})
+	w := &watches{resource: "kopfexamples"}
+	probes := testenv.FreeAddress(t)
+	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator", Peering: "ours"}, func(o *manager.Options) {
+		o.HealthProbeBindAddress = probes
+	})
+	op.Start(t)
 	create(t, exampleObject(t, ns))
 	eventually(t, "the operator waits, frozen", func() bool {
 		return len(op.Logs.Messages("The operator starts frozen, and waits.")) == 1
 	})
-	time.Sleep(time.Second)
-	if isHandled(t, ns, "kopf-example-1") {
-		t.Fatal("the object was handled before the mandatory peering object existed")
+	// The peering object comes after the example object, with a peer of
+	// higher priority in it: once the operator's readiness names the peer,
+	// it has handled an event later than the object's creation, and it
+	// stays frozen. It has neither listed nor watched the kind since it
+	// started, so it cannot have seen the object.
+	createPeeringWith(t, ns, "ours", map[string]any{"python-operator": kopfRecord(100, 60)})
+	eventually(t, "the operator judges the peering object", func() bool {
+		_, body := httpGetMaybe("http://" + probes + "/readyz/kopf-peering")
+		return strings.Contains(body, "in favour of [<Peer python-operator: priority=100")
+	})
+	if n := w.read(); n != 0 || isHandled(t, ns, "kopf-example-1") {
+		t.Fatalf("the operator read the kind %d times before the mandatory peering let it, and handled the object: %v", n, isHandled(t, ns, "kopf-example-1"))
 	}
-	createPeering(t, ns, "ours")
+	setPeer(t, ns, "ours", "python-operator", nil)
 	eventually(t, "the operator serves", func() bool { return isHandled(t, ns, "kopf-example-1") })
 	eventually(t, "its record is in the peering object", func() bool {
 		_, ok := peers(t, ns, "ours")["go-operator"]

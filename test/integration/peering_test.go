@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -77,19 +76,30 @@ func TestFreezeInFavourOfAHigherPriority(t *testing.T) {
 		!strings.Contains(grep(body, "kopf_operator_frozen{"), `"} 1`) {
 		t.Errorf("the frozen metric is missing or 0:\n%s", grep(body, "kopf_operator_frozen"))
 	}
+	reads := w.read()
 	create(t, named(t, ns, "during"))
-	// Nothing can arrive: no watch is open. A while later, still nothing.
-	time.Sleep(time.Second)
-	if isHandled(t, ns, "during") || len(seen.of("create_fn")) != 1 {
-		t.Fatal("an object was handled while the operator was frozen")
+	// A second peer comes after the object: once the operator names it in
+	// its readiness, it has handled an event later than the object's
+	// creation; frozen, it has neither listed nor watched the kind since
+	// the freeze, so it cannot have seen the object.
+	setPeer(t, ns, "default", "python-operator-2", kopfRecord(100, 60))
+	eventually(t, "the operator judges the second peer", func() bool {
+		_, body := httpGetMaybe("http://" + probes + "/readyz/kopf-peering")
+		return strings.Contains(body, "<Peer python-operator-2: priority=100")
+	})
+	if n := w.read() - reads; n != 0 || isHandled(t, ns, "during") || len(seen.of("create_fn")) != 1 {
+		t.Fatalf("the frozen operator read the kind %d times and handled %v (create_fn ran %d times, want 1)",
+			n, isHandled(t, ns, "during"), len(seen.of("create_fn")))
 	}
 
+	setPeer(t, ns, "default", "python-operator-2", nil)
 	setPeer(t, ns, "default", "python-operator", nil)
 	eventually(t, "the operator resumes and handles what it missed", func() bool {
 		return isHandled(t, ns, "during") && len(seen.of("daemon/before")) == 2 && len(seen.of("daemon/during")) == 1
 	})
-	if op.Logs.Count("Resuming operations after the pause. Conflicting operators with the same priority are gone.") != 1 {
-		t.Error("the resumption was not logged")
+	if op.Logs.Count("Resuming operations after the pause. Conflicting operators with the same priority are gone.") != 1 ||
+		op.Logs.Count("Resuming the watch-streams after the pause; listing everything afresh.") != 1 {
+		t.Error("the resumption was not logged, by peering and by the engine")
 	}
 	if code, body := httpGet(t, "http://"+probes+"/readyz/kopf-peering"); code != http.StatusOK {
 		t.Errorf("readiness after the freeze = %d %q", code, body)

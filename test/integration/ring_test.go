@@ -148,16 +148,21 @@ func startAssigner(t *testing.T, ns, identity string, lease time.Duration) (logs
 }
 
 // startAssignerOn is startAssigner with the clock that times members'
-// liveness and the configuration it talks to the API server with.
-func startAssignerOn(t *testing.T, ns, identity string, lease time.Duration, clk clock.WithTicker, cfg *rest.Config) (logs *lines, stop func()) {
+// liveness and the configuration it talks to the API server with, and
+// tweaks of its other settings.
+func startAssignerOn(t *testing.T, ns, identity string, lease time.Duration, clk clock.WithTicker, cfg *rest.Config, tweaks ...func(*ring.AssignerSettings)) (logs *lines, stop func()) {
 	t.Helper()
 	logs = &lines{}
-	a, err := ring.NewAssigner(cfg, nil, nil, ring.AssignerSettings{
+	settings := ring.AssignerSettings{
 		Ring: "main", Namespace: ns, Identity: identity,
 		Durations: ring.Durations{LeaseDuration: lease, RenewDeadline: ringDeadline, RenewPeriod: ringPeriod},
 		Kinds:     []schema.GroupVersionKind{configMapKind}, Namespaces: []string{ns},
 		Clock: clk, Logger: funcr.New(logs.add, funcr.Options{Verbosity: 1}),
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&settings)
+	}
+	a, err := ring.NewAssigner(cfg, nil, nil, settings)
 	if err != nil {
 		t.Fatal(err)
 	}

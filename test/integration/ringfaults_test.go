@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/ring"
@@ -24,7 +25,10 @@ func TestAssignerWaitsForADeletedLeaseToExpire(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	m1, m2, m3, _, stop3 := startThree(t, ns, nil)
-	logs, _ := startAssigner(t, ns, "kopf@host-1", ringLease)
+	// The assigner's clock is fake and stands still but when the test
+	// steps it: every renewal it sees counts from the time it shows then.
+	fake := clocktesting.NewFakeClock(time.Now())
+	logs, _ := startAssignerOn(t, ns, "kopf@host-1", ringLease, fake, env.Config)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	before := placements(t, ns)
 
@@ -32,16 +36,23 @@ func TestAssignerWaitsForADeletedLeaseToExpire(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), lease); err != nil {
 		t.Fatal(err)
 	}
-	// The Lease was renewed at most a renew period before its deletion,
-	// so the assigner counts the member live for at least 1.7 s more.
-	stillFor(t, time.Second, "the objects of the member whose Lease was deleted stay", func() bool {
-		return maps.Equal(before, placements(t, ns))
+	eventually(t, "the member whose Lease was deleted fences itself at its next renewal", func() bool {
+		select {
+		case <-m3.Fenced():
+			return true
+		default:
+			return false
+		}
 	})
-	select {
-	case <-m3.Fenced():
-	default:
-		t.Error("the member whose Lease was deleted has not fenced itself at its next renewal")
+	// Just short of a lease duration after the member's last renewal, the
+	// others renew, and the assigner sees it: it has had its chance to
+	// count the member dead, and must not have.
+	fake.Step(ringLease - ringLease/4)
+	seenRenewing(t, ns, m1, m2)
+	if !maps.Equal(before, placements(t, ns)) || logs.has("Members stopped renewing their Leases") {
+		t.Fatal("the assigner moved the objects of the member whose Lease was deleted before its lease duration had run out")
 	}
+	fake.Step(ringLease / 2) // a quarter of a lease past its end
 	eventually(t, "its objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
 	if logs.has("Asked ") {
 		t.Error("the assigner asked the member whose Lease was deleted for a handover")
@@ -98,16 +109,28 @@ func TestAssignerHonoursAMembersLongerLease(t *testing.T) {
 	m2, _ := startMember(t, ns, "kopf@host-2", nil)
 	m3, stop3 := startMemberFor(t, ns, "kopf@host-3", stallable(t, failing), longer)
 	createConfigMaps(t, ns, "cm", 30)
-	startAssigner(t, ns, "kopf@host-1", ringLease)
+	// The assigner's clock is fake and stands still but when the test
+	// steps it: every renewal it sees counts from the time it shows then.
+	fake := clocktesting.NewFakeClock(time.Now())
+	logs, _ := startAssignerOn(t, ns, "kopf@host-1", ringLease, fake, env.Config)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
 	before := placements(t, ns)
 
 	failing.Store(true)
-	// Its last renewal is at most a renew period ago: by its own lease it
-	// counts live for 3.7 s more, by the assigner's only 1.7 s.
-	stillFor(t, 3*time.Second, "the objects of the member with the longer lease stay", func() bool {
-		return maps.Equal(before, placements(t, ns))
-	})
+	<-m3.Fenced()
+	// Three quarters of the stalled member's lease after its last renewal
+	// (past the assigner's own lease duration, short of the member's), in
+	// two steps after each of which the others renew and the assigner
+	// sees it: it has had its chance to count the member dead, and must
+	// not have.
+	for range 2 {
+		fake.Step(longer * 3 / 8)
+		seenRenewing(t, ns, m1, m2)
+	}
+	if !maps.Equal(before, placements(t, ns)) || logs.has("Members stopped renewing their Leases") {
+		t.Fatal("the assigner counted the member with the longer lease dead by its own lease duration")
+	}
+	fake.Step(longer * 3 / 8) // an eighth of its lease past its end, the others' renewals within theirs
 	eventually(t, "its objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
 	<-m3.Fenced()
 	if err := stop3(); !errors.Is(err, ring.ErrMembershipLost) {

@@ -19,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
 )
@@ -115,17 +116,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // test with what is still missing.
 func waitFor(t *testing.T, what string, missing func() string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		m := missing()
-		if m == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s (missing: %s)", what, m)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	await.NoneMissing(t, what, 90*time.Second, missing)
 }
 
 // scrape gets the metrics at addr with the bearer token, and tells whether

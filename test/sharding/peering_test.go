@@ -3,12 +3,14 @@ package sharding
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kopf-go/kopf/internal/isotime"
 	"github.com/kopf-go/kopf/pkg/kopftest"
@@ -49,12 +51,32 @@ func TestPeeringFreezesTheWholeRing(t *testing.T) {
 		}
 		return true
 	})
+	reads := map[string]int{}
+	for name, rep := range r.replicas {
+		kopftest.Eventually(t, name+"'s watches of the kind end", 30*time.Second, func() bool { return rep.cut.openWatches() == 0 })
+		reads[name] = rep.cut.read()
+	}
 	frozen := r.object("created-while-frozen")
 	frozen.Object["spec"] = map[string]any{"field": "v0"}
 	if err := env.Client.Create(context.Background(), frozen); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // a second of it is time enough to be assigned and handled, were anyone running
+	// A second peer comes after the object: once every replica's frozen
+	// state names it, each has handled an event later than the object's
+	// creation; frozen, none has listed or watched the kind since its
+	// watches ended, so none (nor the assigner among them) can have seen
+	// the object.
+	setPeer(t, r.ns, "admin@desktop", map[string]any{"priority": 100, "lifetime": 60, "lastseen": isotime.Format(time.Now())})
+	for name := range r.replicas {
+		kopftest.Eventually(t, name+" judges the second peer", 30*time.Second, func() bool {
+			return strings.Contains(frozenReason(t, identity(name)), "<Peer admin@desktop")
+		})
+	}
+	for name, rep := range r.replicas {
+		if n := rep.cut.read() - reads[name]; n != 0 {
+			t.Errorf("%s, frozen, listed or watched the kind %d times", name, n)
+		}
+	}
 	if got := r.det.creates("created-while-frozen"); len(got) > 0 {
 		t.Errorf("an object created while the ring is frozen was handled on %v", got)
 	}
@@ -63,6 +85,7 @@ func TestPeeringFreezesTheWholeRing(t *testing.T) {
 		t.Errorf("an object created while the ring is frozen was assigned to %s", owner["created-while-frozen"])
 	}
 
+	setPeer(t, r.ns, "admin@desktop", nil)
 	setPeer(t, r.ns, "admin@laptop", nil)
 	r.waitSettled(append(names, "created-while-frozen"), time.Minute)
 	kopftest.Eventually(t, "the object created during the freeze is handled", 30*time.Second, func() bool {
@@ -74,6 +97,31 @@ func TestPeeringFreezesTheWholeRing(t *testing.T) {
 	if o := r.det.overlapping(); len(o) > 0 {
 		t.Errorf("overlapping executions: %v", o)
 	}
+}
+
+// frozenReason is why the operator of this identity is frozen, as its
+// kopf_operator_frozen metric says ("" if it is not).
+func frozenReason(t *testing.T, id string) string {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "kopf_operator_frozen" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["identity"] == id && m.GetGauge().GetValue() == 1 {
+				return labels["reason"]
+			}
+		}
+	}
+	return ""
 }
 
 // setPeer writes (or, with nil, removes) a peer record of another

@@ -1,11 +1,13 @@
 package sharding
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/pkg/kopftest"
@@ -327,17 +330,12 @@ func (r *testRing) settled(names []string) (bool, string) {
 // waitSettled waits until the ring has settled; timeout bounds the wait.
 func (r *testRing) waitSettled(names []string, timeout time.Duration) {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := r.settled(names)
-		if ok {
-			return
+	await.NoneMissing(r.t, "the ring settles", timeout, func() string {
+		if ok, why := r.settled(names); !ok {
+			return cmp.Or(why, "not yet")
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the ring has not settled within %s: %s", timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 // cutter cuts a replica's connections to the API server at once: new
@@ -346,6 +344,30 @@ type cutter struct {
 	mu     sync.Mutex
 	cut    bool
 	bodies map[*cutBody]struct{}
+	// reads are the replica's lists and watches of KopfExamples: the only
+	// way for it to learn of an object it has not seen.
+	reads int
+}
+
+// openWatches is how many watch streams of KopfExamples the replica has
+// open.
+func (c *cutter) openWatches() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for b := range c.bodies {
+		if b.watch {
+			n++
+		}
+	}
+	return n
+}
+
+// read is how many lists and watches of KopfExamples the replica made.
+func (c *cutter) read() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
 }
 
 var errCut = errors.New("the connection is cut")
@@ -355,11 +377,17 @@ func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if c.isCut() {
 			return nil, errCut
 		}
+		read := req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/kopfexamples")
+		if read {
+			c.mu.Lock()
+			c.reads++
+			c.mu.Unlock()
+		}
 		resp, err := rt.RoundTrip(req)
 		if err != nil || resp.Body == nil {
 			return resp, err
 		}
-		body := &cutBody{ReadCloser: resp.Body, c: c}
+		body := &cutBody{ReadCloser: resp.Body, c: c, watch: read && req.URL.Query().Get("watch") == "true"}
 		c.mu.Lock()
 		if c.bodies == nil {
 			c.bodies = map[*cutBody]struct{}{}
@@ -391,6 +419,8 @@ func (c *cutter) cutOff() {
 type cutBody struct {
 	io.ReadCloser
 	c *cutter
+	// watch: the body is a watch stream of KopfExamples.
+	watch bool
 }
 
 func (b *cutBody) Read(p []byte) (int, error) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/kopf-go/kopf/pkg/kopftest"
 )
 
 // sh runs a shell script as a Process and kills it when the test ends.
@@ -25,13 +27,7 @@ func sh(t *testing.T, script string, env ...string) *Process {
 // script's traps are set only once it has printed.
 func waitForOutput(t *testing.T, p *Process, substring string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.Output(), substring) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the output %q lacks %q", p.Output(), substring)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	kopftest.Eventually(t, "the output to contain "+substring, 10*time.Second, func() bool { return strings.Contains(p.Output(), substring) })
 }
 
 func TestProcessStop(t *testing.T) {
@@ -73,13 +69,7 @@ func TestProcessStop(t *testing.T) {
 func TestProcessOutputEnvAndExit(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	p := sh(t, `echo "out $GREETING"; echo err >&2; exit 2`, "GREETING=hello")
-	deadline := time.Now().Add(10 * time.Second)
-	for !p.Exited() {
-		if time.Now().After(deadline) {
-			t.Fatal("the script did not exit")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	kopftest.Eventually(t, "the script exits", 10*time.Second, p.Exited)
 	if got, want := p.Output(), "out hello\nerr\n"; got != want {
 		t.Errorf("Output() = %q, want %q", got, want)
 	}

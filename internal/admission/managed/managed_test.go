@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kopf-go/kopf/internal/admission"
+	"github.com/kopf-go/kopf/internal/await"
 )
 
 // flakyMapper knows the example kind only after a few lookups, like a
@@ -95,17 +96,6 @@ func run(m *Configurations) func() error {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func managed(c *fake.Clientset, mapper meta.RESTMapper) *Configurations {
 	return &Configurations{
 		Config:    admission.Config{Name: "auto.kopf.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://host")}},
@@ -135,7 +125,7 @@ func TestManagedAlone(t *testing.T) {
 		t.Errorf("Serving() before the start = nil, want an error")
 	}
 	stop := run(m)
-	eventually(t, "the webhooks", func() bool {
+	await.True(t, "the webhooks", 10*time.Second, func() bool {
 		v, mu := names(t, c)
 		return len(v) == 2 && len(mu) == 1
 	})
@@ -179,7 +169,7 @@ func TestManagedWaitsForUnknownKinds(t *testing.T) {
 			t.Errorf("Start() = %v", err)
 		}
 	}()
-	eventually(t, "rules", func() bool {
+	await.True(t, "rules", 10*time.Second, func() bool {
 		v, _ := names(t, c)
 		return cmp.Equal(v, []string{"plain.auto.kopf.dev", "keep.auto.kopf.dev"})
 	})

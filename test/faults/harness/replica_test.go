@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/faults/faultlog"
 )
 
@@ -33,18 +34,6 @@ func script(t *testing.T, body string) (*Replica, *faultlog.Log, string) {
 	}
 	t.Cleanup(r.Close)
 	return r, log, file
-}
-
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // lifecycle is what the log says of the processes: kind and note.
@@ -70,9 +59,9 @@ func lines(t *testing.T, file string) []string {
 func TestRestartAfterExit(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	r, log, file := script(t, `echo "$POD_ID/$$" >> "$1"; n=$(wc -l < "$1"); [ "$n" -ge 3 ] && exec sleep 60; exit 1`)
-	eventually(t, "the third process runs", func() bool { return len(lines(t, file)) == 3 })
+	kopftest.Eventually(t, "the third process runs", 10*time.Second, func() bool { return len(lines(t, file)) == 3 })
 	actors := lines(t, file)
-	eventually(t, "the replica is up as the third process", func() bool { return r.Actor() == actors[2] })
+	kopftest.Eventually(t, "the replica is up as the third process", 10*time.Second, func() bool { return r.Actor() == actors[2] })
 	for _, a := range actors {
 		if !strings.HasPrefix(a, "pod-a/") {
 			t.Errorf("actor %q is not of pod-a", a)
@@ -104,7 +93,7 @@ func TestKillStopRestart(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	r, log, file := script(t, `trap 'exit 0' TERM; echo up >> "$1"; while :; do sleep 0.01; done`)
 	first := r.Actor()
-	eventually(t, "the first process has set its trap", func() bool { return len(lines(t, file)) == 1 })
+	kopftest.Eventually(t, "the first process has set its trap", 10*time.Second, func() bool { return len(lines(t, file)) == 1 })
 	killed, err := r.Kill()
 	if err != nil || killed != first {
 		t.Fatalf("Kill() = %q, %v; want %q", killed, err, first)
@@ -120,7 +109,7 @@ func TestKillStopRestart(t *testing.T) {
 	if _, err := r.Restart(); err == nil {
 		t.Error("a second Restart while up succeeded")
 	}
-	eventually(t, "the second process has set its trap", func() bool { return len(lines(t, file)) == 2 })
+	kopftest.Eventually(t, "the second process has set its trap", 10*time.Second, func() bool { return len(lines(t, file)) == 2 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if stopped, err := r.Stop(ctx); err != nil || stopped != second {
@@ -141,7 +130,7 @@ func TestKillStopRestart(t *testing.T) {
 func TestPauseResume(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	r, _, file := script(t, `while :; do echo x >> "$1"; sleep 0.01; done`)
-	eventually(t, "the script writes", func() bool { return len(lines(t, file)) > 0 })
+	kopftest.Eventually(t, "the script writes", 10*time.Second, func() bool { return len(lines(t, file)) > 0 })
 	if _, err := r.Signal(syscall.SIGSTOP, false); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +143,7 @@ func TestPauseResume(t *testing.T) {
 	if _, err := r.Signal(syscall.SIGCONT, false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the resumed script writes", func() bool { return len(lines(t, file)) > n })
+	kopftest.Eventually(t, "the resumed script writes", 10*time.Second, func() bool { return len(lines(t, file)) > n })
 	if _, err := r.Signal(syscall.SIGSTOP, false); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +158,7 @@ func TestPauseResume(t *testing.T) {
 func TestTerm(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	r, _, file := script(t, `trap 'sleep 0.2; exit 0' TERM; echo up >> "$1"; while :; do sleep 0.01; done`)
-	eventually(t, "the process has set its trap", func() bool { return len(lines(t, file)) == 1 })
+	kopftest.Eventually(t, "the process has set its trap", 10*time.Second, func() bool { return len(lines(t, file)) == 1 })
 	first := r.Actor()
 	actor, exited, err := r.Term()
 	if err != nil || actor != first {
