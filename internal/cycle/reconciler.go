@@ -45,6 +45,7 @@ import (
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/indexing"
 	"github.com/kopf-go/kopf/internal/jitter"
+	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/memory"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/objects"
@@ -170,6 +171,9 @@ func WithPoster(p *posting.Poster) Option { return func(r *Reconciler) { r.poste
 // WithGone tells f of an object that is gone, so that its daemons stop.
 func WithGone(f func(types.UID)) Option { return func(r *Reconciler) { r.gone = f } }
 
+// WithJitter spreads the throttling's delays by j (else by none).
+func WithJitter(j jitter.Jitter) Option { return func(r *Reconciler) { r.throttle.jitter = j } }
+
 // WithLabel names the kind in the metrics (metrics.Kind of the GVK else).
 func WithLabel(label string) Option { return func(r *Reconciler) { r.label = label } }
 
@@ -182,7 +186,7 @@ func New(kind objects.Kind, s Settings, reader Reader, writer Writer, opts ...Op
 		opt(r)
 	}
 	if r.memories == nil {
-		r.memories = memory.NewStore(nil, nil, nil, r.gone)
+		r.memories = memory.NewStore(&memo.Memo{}, nil, nil, r.gone)
 	}
 	if r.handlers == nil {
 		r.handlers = &Round{Kind: kind.Registered, Progress: s.Progress, Clock: s.Clock, Defaults: s.Defaults}
@@ -305,6 +309,3 @@ func (r *Reconciler) WasHandedOver(uid types.UID) bool {
 	_, ok := r.handed.LoadAndDelete(uid)
 	return ok
 }
-
-// WithJitter spreads the throttling's delays by j (else by none).
-func WithJitter(j jitter.Jitter) Option { return func(r *Reconciler) { r.throttle.jitter = j } }

@@ -63,9 +63,13 @@ func (t *term) handle(ctx context.Context, k key) {
 }
 
 // reread queues an object again as the API server has it now; true if
-// it did. One that is gone needs no owner.
+// it did. One that is gone needs no owner. It asks with a merge patch
+// that changes nothing: the API server answers it with the object under
+// the name as it stores it (read afresh), writing nothing, so the
+// assigner needs the patch it places with and no get on the kinds
+// (docs/deploying.md, RBAC).
 func (t *term) reread(ctx context.Context, k key) (bool, error) {
-	o, err := t.resource(k).Get(ctx, k.Name, metav1.GetOptions{})
+	o, err := t.resource(k).Patch(ctx, k.Name, types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
