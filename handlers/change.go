@@ -7,8 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

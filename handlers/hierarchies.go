@@ -6,7 +6,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/internal/hierarchies"
+	"github.com/kopf-go/kopf/pkg/hierarchies"
 )
 
 // The hierarchies kit makes the objects a handler creates children of the

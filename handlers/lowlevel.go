@@ -6,8 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

@@ -1,11 +1,11 @@
 package handlers
 
 import (
-	"github.com/kopf-go/kopf/internal/diffbase"
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/keys"
-	"github.com/kopf-go/kopf/internal/patch"
-	"github.com/kopf-go/kopf/internal/progress"
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/keys"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 // Where the engine keeps its state on the objects (Kopf's

@@ -19,9 +19,9 @@ import (
 
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/internal/metrics"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

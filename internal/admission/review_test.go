@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/kopf-go/kopf/internal/diff"
+	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

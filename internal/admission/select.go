@@ -5,7 +5,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/contain"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // attempt runs the function once on the object's latest state, delivers

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Detached is a daemon's or timer's call outside any supervisor, for unit

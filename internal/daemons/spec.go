@@ -9,9 +9,9 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Kind tells daemons from timers.

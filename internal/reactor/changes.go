@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/rounds"

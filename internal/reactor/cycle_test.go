@@ -23,8 +23,8 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/diff"
+	"github.com/kopf-go/kopf/pkg/diff"
 )
 
 // This file is the decision of one cycle, apart from doing it: pure

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
-	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/pkg/indexing"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/scopes"
 )

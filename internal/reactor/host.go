@@ -14,7 +14,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // kindHost is the daemons' host for one kind (daemons.Host): it reads the

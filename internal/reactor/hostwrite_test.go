@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

@@ -3,6 +3,7 @@ package reactor
 import (
 	"context"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"sync"
 	"time"
 
@@ -15,11 +16,11 @@ import (
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/indexing"
 	"github.com/kopf-go/kopf/internal/metrics"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // lowLevel handles the raw watch events of one kind, in order, before the
@@ -198,7 +199,7 @@ func (l *lowLevel) event(log logr.Logger, h *registry.EventHandler, s *registry.
 		func(ctx context.Context) (any, error) { return execution.PlainResult(h.Fn(ctx, s.Obj, e)) })
 	countPanic(l.r.kindLabel, metrics.CallbackEvent, h.ID, outcome)
 	if outcome.Err == nil && outcome.Result != nil {
-		if err := e.Patch.SetResult(h.ID, outcome.Result); err != nil {
+		if err := mergepatch.SetResult(e.Patch, h.ID, outcome.Result); err != nil {
 			log.Error(err, fmt.Sprintf("The result of %s cannot be stored.", h.Handler))
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

@@ -16,12 +16,12 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/contain"
-	"github.com/kopf-go/kopf/internal/diffbase"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/internal/jitter"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
-	"github.com/kopf-go/kopf/internal/progress"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

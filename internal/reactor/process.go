@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/diff"
+	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/registry"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/diffbase"
+	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/lazylog"
 	"github.com/kopf-go/kopf/internal/posting"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"slices"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/metrics"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/precondition"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // writeTimeout bounds a cycle's write once the operator is stopping or
@@ -100,9 +101,9 @@ func (w *writer) split(ctx context.Context, p *patch.Patch) (main, status map[st
 		return nil, nil, err
 	}
 	if !withStatus {
-		return p.Body(), nil, nil
+		return mergepatch.Whole(p), nil, nil
 	}
-	main, status = p.Split()
+	main, status = mergepatch.Split(p)
 	return main, status, nil
 }
 

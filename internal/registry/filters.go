@@ -2,7 +2,7 @@ package registry
 
 import (
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
 // Object is a Kubernetes object, typed or unstructured.

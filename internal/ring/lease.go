@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/internal/keys"
+	"github.com/kopf-go/kopf/pkg/keys"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kopf-go/kopf/internal/keys"
+	"github.com/kopf-go/kopf/pkg/keys"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 

@@ -3,6 +3,7 @@ package rounds
 import (
 	"context"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"time"
 
 	"github.com/kopf-go/kopf/internal/causes"
@@ -39,7 +40,7 @@ func (rd *round) run(ctx context.Context, env Env, subject *registry.Subject, id
 	}
 	rd.state.Handlers[id] = hs.WithOutcome(outcome, env.Clock.Now())
 	if outcome.Err == nil && outcome.Result != nil {
-		if err := env.Patch.SetResult(id, outcome.Result); err != nil {
+		if err := mergepatch.SetResult(env.Patch, id, outcome.Result); err != nil {
 			env.Log.Error(err, fmt.Sprintf("The result of handler '%s' cannot be stored: it does not encode as JSON.", id))
 		}
 	}

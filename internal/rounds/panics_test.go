@@ -15,8 +15,8 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/patch"
-	"github.com/kopf-go/kopf/internal/progress"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 	"github.com/kopf-go/kopf/internal/registry"
 )
 

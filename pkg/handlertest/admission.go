@@ -1,12 +1,13 @@
 package handlertest
 
 import (
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/admission"
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Admission is the request a webhook handler gets for the operation on
@@ -33,4 +34,4 @@ func Admission(op handlers.AdmissionOperation, old, obj client.Object) *handlers
 
 // AdmissionPatch is what a mutating handler put in the request's patch,
 // as a merge patch of the object; nil if nothing.
-func AdmissionPatch(r *handlers.AdmissionRequest) map[string]any { return r.Patch.Body() }
+func AdmissionPatch(r *handlers.AdmissionRequest) map[string]any { return mergepatch.Whole(r.Patch) }

@@ -2,6 +2,7 @@ package handlertest
 
 import (
 	"context"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,4 +43,4 @@ func (d *Daemon) Latest(obj client.Object) {
 
 // Patch is what the daemon put in its patch, as the merge patch the engine
 // would apply; nil if nothing.
-func (d *Daemon) Patch() map[string]any { return d.Cause.Patch.Body() }
+func (d *Daemon) Patch() map[string]any { return mergepatch.Whole(d.Cause.Patch) }

@@ -16,6 +16,7 @@ package handlertest
 import (
 	"context"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,13 +25,13 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/diffbase"
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Option adjusts a cause.
@@ -128,7 +129,7 @@ func mustBody(obj client.Object) map[string]any {
 
 // Patch is what the handler put in its cause's patch, as the merge patch
 // the engine would apply (status included); nil if nothing.
-func Patch(c *handlers.Cause) map[string]any { return c.Patch.Body() }
+func Patch(c *handlers.Cause) map[string]any { return mergepatch.Whole(c.Patch) }
 
 // Subhandlers are the ids of the sub-handlers the handler registered
 // (handlers.Subhandler) during its call with the cause, in order. The

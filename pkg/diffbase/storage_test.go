@@ -1,14 +1,15 @@
 package diffbase
 
 import (
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/keys"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/keys"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 const (
@@ -42,7 +43,7 @@ func TestStoreExampleEssence(t *testing.T) {
 	if got != want {
 		t.Errorf("Store() returned\n%q\nwant\n%q", got, want)
 	}
-	if diff := cmp.Diff(m{"metadata": m{"annotations": m{lastKey: want}}}, p.Body()); diff != "" {
+	if diff := cmp.Diff(m{"metadata": m{"annotations": m{lastKey: want}}}, mergepatch.Whole(p)); diff != "" {
 		t.Errorf("Store() patch -want +got:\n%s", diff)
 	}
 }
@@ -66,7 +67,7 @@ func TestAnnotationsStore(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := patch.New()
 			tt.s.Store(tt.body, p, essence1)
-			if diff := cmp.Diff(m{"metadata": m{"annotations": tt.want}}, p.Body()); diff != "" {
+			if diff := cmp.Diff(m{"metadata": m{"annotations": tt.want}}, mergepatch.Whole(p)); diff != "" {
 				t.Errorf("Store() patch -want +got:\n%s", diff)
 			}
 		})
@@ -199,7 +200,7 @@ func TestAnnotationsForget(t *testing.T) {
 	s.Forget(m{}, p)
 	// The marker stays: it is harmless and other Kopf operators rely on it.
 	want := m{"metadata": m{"annotations": m{"other": "kept", example + "/kopf-managed": "yes"}}}
-	if diff := cmp.Diff(want, p.Body()); diff != "" {
+	if diff := cmp.Diff(want, mergepatch.Whole(p)); diff != "" {
 		t.Errorf("Forget() patch -want +got:\n%s", diff)
 	}
 }
@@ -212,12 +213,12 @@ func TestStatusStorage(t *testing.T) {
 	if got != essence1JSON {
 		t.Errorf("Store() returned %q, want %q (no newline)", got, essence1JSON)
 	}
-	if diff := cmp.Diff(m{"status": m{"my-operator": m{"diff-base": essence1JSON}}}, p.Body()); diff != "" {
+	if diff := cmp.Diff(m{"status": m{"my-operator": m{"diff-base": essence1JSON}}}, mergepatch.Whole(p)); diff != "" {
 		t.Errorf("Store() patch -want +got:\n%s", diff)
 	}
 	s.Forget(m{}, p)
 	// Nothing is left to send: the maps the essence was in go with it.
-	if diff := cmp.Diff(map[string]any(nil), p.Body()); diff != "" {
+	if diff := cmp.Diff(map[string]any(nil), mergepatch.Whole(p)); diff != "" {
 		t.Errorf("Forget() patch -want +got:\n%s", diff)
 	}
 

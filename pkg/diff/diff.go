@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
 // Op is the kind of a difference at one field.

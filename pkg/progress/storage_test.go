@@ -2,14 +2,15 @@ package progress
 
 import (
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/keys"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/keys"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 type m = map[string]any
@@ -239,7 +240,7 @@ func TestPurge(t *testing.T) {
 				tt.before(p)
 			}
 			tt.storage.Purge(tt.body, p, "fn")
-			got := p.Body()
+			got := mergepatch.Whole(p)
 			if got == nil {
 				got = m{}
 			}
@@ -286,7 +287,7 @@ func TestStatusStore(t *testing.T) {
 		p := patch.New()
 		(&Status{Field: fields.Path{"status", "kopf", "progress"}, ReadOnly: true}).Store(m{}, p, "fn", r)
 		if !p.IsEmpty() {
-			t.Errorf("Store() patched %v", p.Body())
+			t.Errorf("Store() patched %v", mergepatch.Whole(p))
 		}
 	})
 	t.Run("writable writes a map", func(t *testing.T) {
@@ -295,7 +296,7 @@ func TestStatusStore(t *testing.T) {
 		want := m{"status": m{"kopf": m{"progress": m{"parent/child": m{
 			"started": "2020-01-01T00:00:00.000000+00:00", "purpose": "create", "retries": 1.0, "success": true, "failure": false,
 		}}}}}
-		if diff := cmp.Diff(want, p.Body()); diff != "" {
+		if diff := cmp.Diff(want, mergepatch.Whole(p)); diff != "" {
 			t.Errorf("Store() -want +got:\n%s", diff)
 		}
 	})
@@ -305,7 +306,7 @@ func TestStatusStore(t *testing.T) {
 		want := m{"metadata": m{"annotations": m{
 			"kopf.zalando.org/fn": `{"started":"2020-01-01T00:00:00.000000+00:00","purpose":"create","retries":1,"success":true,"failure":false}`,
 		}}}
-		if diff := cmp.Diff(want, p.Body()); diff != "" {
+		if diff := cmp.Diff(want, mergepatch.Whole(p)); diff != "" {
 			t.Errorf("Store() -want +got:\n%s", diff)
 		}
 	})

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/keys"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/keys"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Storage keeps the last handled essence on the object.

@@ -1,14 +1,15 @@
-// Package patch accumulates the changes of one processing cycle (framework
-// state, handler results and the handlers' own changes) into one JSON merge
-// patch, so that a cycle costs one write (plus one to /status where that
-// subresource exists).
+// Package patch is the one JSON merge patch of a processing cycle, as
+// handlers and storages see it: they set, remove and read fields, and the
+// engine writes what they leave, together with its own state (progress,
+// the last handled configuration, results), in one write (plus one to
+// /status where that subresource exists). A cause's patch offers no way to
+// empty or split the whole patch: those are the engine's, which applies it.
 package patch
 
 import (
 	"encoding/json"
-	"fmt"
 
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
 // Patch is a JSON merge patch under construction: maps merge, lists and
@@ -33,10 +34,19 @@ func (p *Patch) Set(value any, path ...string) {
 // Remove deletes the field at the path from the object (sets JSON null).
 func (p *Patch) Remove(path ...string) { p.Set(nil, path...) }
 
-// Get returns what the patch holds at the path, and whether it holds anything.
-func (p *Patch) Get(path ...string) (any, bool) { return fields.Resolve(p.body, path) }
+// Get returns what the patch holds at the path, and whether it holds
+// anything; with no path, the whole patch (nil-free: an empty map when the
+// patch is empty). What it returns is the patch's own: read it, change the
+// patch through Set and Remove.
+func (p *Patch) Get(path ...string) (any, bool) {
+	if p.body == nil {
+		p.body = map[string]any{}
+	}
+	return fields.Resolve(p.body, path)
+}
 
-// Forget takes the path out of the patch, as if it had never been set:
+// Forget takes the path out of the patch, as if it had never been set (a
+// storage taking back its own write; Remove would delete the field):
 // the maps it leaves empty go too, so that a record written and purged in
 // one cycle leaves no {"metadata": {"annotations": {}}} to send.
 func (p *Patch) Forget(path ...string) { fields.RemovePruning(p.body, path) }
@@ -73,54 +83,10 @@ func (p *Patch) MergeStatus(key string, value map[string]any) {
 // IsEmpty reports whether the patch changes nothing.
 func (p *Patch) IsEmpty() bool { return len(p.body) == 0 }
 
-// Split returns the merge patch for the main resource (without status) and
-// the one for the status subresource (a {"status": ...} map), either of
-// them nil when empty. Without a status subresource, use Body.
-func (p *Patch) Split() (main, status map[string]any) {
-	for k, v := range p.body {
-		if k == "status" {
-			status = map[string]any{"status": v}
-			continue
-		}
-		if main == nil {
-			main = map[string]any{}
-		}
-		main[k] = v
-	}
-	return main, status
-}
-
-// Body returns the whole merge patch, status included; nil when empty.
-func (p *Patch) Body() map[string]any {
-	if len(p.body) == 0 {
-		return nil
-	}
-	return p.body
-}
-
 // MarshalJSON renders the whole merge patch.
 func (p *Patch) MarshalJSON() ([]byte, error) {
 	if p.body == nil {
 		return []byte("{}"), nil
 	}
 	return json.Marshal(p.body)
-}
-
-// Clear empties the patch, e.g. after it was applied.
-func (p *Patch) Clear() { p.body = map[string]any{} }
-
-// SetResult puts a handler's result into status.<id>: a map is merged into
-// what is there, anything else replaces it. Results that do not encode as
-// JSON are refused.
-func (p *Patch) SetResult(id string, result any) error {
-	value, err := fields.Normalize(result)
-	if err != nil {
-		return fmt.Errorf("store the result of %s: %w", id, err)
-	}
-	if m, ok := value.(map[string]any); ok {
-		p.MergeStatus(id, m)
-		return nil
-	}
-	p.SetStatus(id, value)
-	return nil
 }

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/keys"
 	"github.com/kopf-go/kopf/internal/pyjson"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/keys"
 )
 
 // BuildEssence extracts what handlers care about from a raw body: every

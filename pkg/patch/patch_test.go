@@ -30,8 +30,8 @@ func TestPatchBuildsOneMergePatch(t *testing.T) {
 		"spec":   map[string]any{"field": "x", "removed": nil},
 		"status": map[string]any{"scalar": 5, "result": map[string]any{"a": 1, "b": 2}},
 	}
-	if diff := cmp.Diff(want, p.Body()); diff != "" {
-		t.Errorf("Body() -want +got:\n%s", diff)
+	if got, _ := p.Get(); !cmp.Equal(want, got) {
+		t.Errorf("Get() -want +got:\n%s", cmp.Diff(want, got))
 	}
 	raw, err := json.Marshal(p)
 	if err != nil {
@@ -46,36 +46,7 @@ func TestPatchBuildsOneMergePatch(t *testing.T) {
 	}
 }
 
-func TestSplit(t *testing.T) {
-	tests := []struct {
-		name               string
-		build              func(p *Patch)
-		wantMain, wantStat map[string]any
-	}{
-		{"empty", func(p *Patch) {}, nil, nil},
-		{"main only", func(p *Patch) { p.SetLabel("a", "b") },
-			map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}, nil},
-		{"status only", func(p *Patch) { p.SetStatus("k", "v") },
-			nil, map[string]any{"status": map[string]any{"k": "v"}}},
-		{"both", func(p *Patch) { p.SetStatus("k", "v"); p.Set(1, "spec", "x") },
-			map[string]any{"spec": map[string]any{"x": 1}}, map[string]any{"status": map[string]any{"k": "v"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := New()
-			tt.build(p)
-			main, status := p.Split()
-			if diff := cmp.Diff(tt.wantMain, main); diff != "" {
-				t.Errorf("main -want +got:\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantStat, status); diff != "" {
-				t.Errorf("status -want +got:\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestForgetGetAndClear(t *testing.T) {
+func TestForgetAndGet(t *testing.T) {
 	p := New()
 	p.SetAnnotation("k", "v")
 	if v, ok := p.Get("metadata", "annotations", "k"); !ok || v != "v" {
@@ -85,14 +56,13 @@ func TestForgetGetAndClear(t *testing.T) {
 	if _, ok := p.Get("metadata", "annotations", "k"); ok {
 		t.Error("Forget() left the key")
 	}
-	p.Set(1, "spec", "x")
-	p.Clear()
-	if !p.IsEmpty() || p.Body() != nil {
-		t.Errorf("Clear() left %v", p.Body())
+	if !p.IsEmpty() {
+		t.Errorf("Forget() left the emptied maps: %v", p)
 	}
 	var zero Patch
 	zero.Set("v", "spec", "x")
-	if diff := cmp.Diff(map[string]any{"spec": map[string]any{"x": "v"}}, zero.Body()); diff != "" {
+	if got, _ := zero.Get(); !cmp.Equal(map[string]any{"spec": map[string]any{"x": "v"}}, got) {
+		diff := cmp.Diff(map[string]any{"spec": map[string]any{"x": "v"}}, got)
 		t.Errorf("a zero Patch is usable; -want +got:\n%s", diff)
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/crypto/blake2b"
 
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Wire names shared by every Kopf-based operator.
