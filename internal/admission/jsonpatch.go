@@ -3,11 +3,12 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/kopf-go/kopf/internal/mergepatch"
 	"maps"
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/kopf-go/kopf/internal/mergepatch"
 
 	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/pkg/patch"

@@ -369,9 +369,9 @@ func (h *harness) enqueued(n int) {
 	}
 }
 
-// cause returns the context's cause as a stop reason, zero if it is not
+// stopCause returns the context's cause as a stop reason, zero if it is not
 // cancelled or by something else.
-func cause(ctx context.Context) StopReason {
+func stopCause(ctx context.Context) StopReason {
 	var r StopReason
 	if !errors.As(context.Cause(ctx), &r) {
 		return 0

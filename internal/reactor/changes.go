@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/rounds"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
 // processChange handles a create, update, delete or resume cause: one

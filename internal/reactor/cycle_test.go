@@ -23,9 +23,9 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
+	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
-	"github.com/kopf-go/kopf/internal/registry"
 )
 
 var cycleGVK = schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // A daemon's, timer's or on-event handler's patch (kindHost.Apply) goes

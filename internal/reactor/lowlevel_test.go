@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // TestDeletedEventRemembersNothing: the DELETED raw event of an object

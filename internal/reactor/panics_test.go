@@ -16,13 +16,13 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/contain"
+	"github.com/kopf-go/kopf/internal/jitter"
+	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/fields"
-	"github.com/kopf-go/kopf/internal/jitter"
 	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/pkg/progress"
-	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // errorLine is an error line of a cycle: its message, and whether it

@@ -11,9 +11,9 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/pkg/patch"
-	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // The cycle of one object is a pipeline of three stages: gather the facts

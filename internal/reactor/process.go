@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/diff"
 )
 
 // handle carries out the change handlers' part of a plan: reports, the

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/contain"
-	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/internal/posting"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // reconciler is the controller-runtime Reconciler of one kind: a thin

@@ -8,11 +8,11 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/lazylog"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/diffbase"
 )
 
 // spawnSubject is what daemon and timer filters look at: the object now.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/kopf-go/kopf/internal/contain"
+	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/fields"
-	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/pkg/patch"
 	"github.com/kopf-go/kopf/pkg/progress"
 )

@@ -22,6 +22,16 @@ func Parse(dotted string) Path {
 	return Path(strings.Split(dotted, "."))
 }
 
+// ParseAll parses several dotted paths, e.g. for
+// diffbase.Annotations.Ignored.
+func ParseAll(dotted ...string) []Path {
+	out := make([]Path, len(dotted))
+	for i, d := range dotted {
+		out[i] = Parse(d)
+	}
+	return out
+}
+
 // String renders the path dotted, as Kopf shows field ids ("spec.field").
 func (p Path) String() string { return strings.Join(p, ".") }
 

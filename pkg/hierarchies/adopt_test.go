@@ -168,7 +168,7 @@ func TestAdoptErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			child := newPod(metav1.ObjectMeta{})
-			err := Adopt(child, tt.owner, Nested("spec.template"))
+			err := Adopt(child, tt.owner, Nested("spec.template"), OwnerScheme(nil))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Fatalf("Adopt() error = %v, want it to start with %q", err, tt.want)
 			}

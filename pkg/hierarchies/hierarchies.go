@@ -22,7 +22,14 @@
 // namespace are always explicit (Kopf defaults them to the object being
 // handled); each function takes one child, and EachChild runs one over a
 // slice; an empty name or namespace counts as unset, since typed objects
-// cannot tell "" from absent.
+// cannot tell "" from absent. Owners whose TypeMeta is empty (typed
+// objects from the cache usually are) get their kind from client-go's
+// scheme, which knows the built-in kinds; for typed kinds of your own,
+// pass OwnerScheme(mgr.GetScheme()) or OwnerGVK. In a handler:
+//
+//	pod := &corev1.Pod{Spec: ...}
+//	if err := hierarchies.Adopt(pod, obj); err != nil { ... }
+//	err := c.Create(ctx, pod) // owned, named "<owner>-xxxxx", in the owner's namespace, with its labels
 package hierarchies
 
 import (

@@ -3,6 +3,7 @@ package hierarchies
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kopf-go/kopf/pkg/fields"
 )
@@ -47,9 +48,10 @@ type config struct {
 }
 
 // newConfig applies the options over Kopf's defaults: a controller
-// reference that blocks the owner's deletion, nothing forced, not strict.
+// reference that blocks the owner's deletion, nothing forced, not strict;
+// owners' kinds looked up in client-go's scheme of the built-in kinds.
 func newConfig[O interface{ apply(*config) }](opts []O) *config {
-	c := &config{controller: true, blockOwnerDeletion: true}
+	c := &config{controller: true, blockOwnerDeletion: true, scheme: clientgoscheme.Scheme}
 	for _, o := range opts {
 		o.apply(c)
 	}
@@ -131,7 +133,9 @@ func OwnerGVK(gvk schema.GroupVersionKind) ReferenceOption {
 }
 
 // OwnerScheme looks the owner's group, version and kind up in a scheme
-// (e.g. the manager's) when its TypeMeta is empty.
+// (e.g. mgr.GetScheme() for typed kinds of your own) when its TypeMeta is
+// empty; the default is client-go's scheme of the built-in kinds, and nil
+// looks up nothing (owners must carry their kind).
 func OwnerScheme(scheme *runtime.Scheme) ReferenceOption {
 	return ReferenceOption(func(c *config) { c.scheme = scheme })
 }

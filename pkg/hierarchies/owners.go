@@ -84,7 +84,7 @@ func ownerReference(owner Object, c *config) (metav1.OwnerReference, error) {
 var errUnknownKind = errors.New("its apiVersion and kind are empty; set them, or pass OwnerGVK or OwnerScheme")
 
 // ownerGVK finds the owner's group, version and kind: OwnerGVK first, then
-// the owner's own TypeMeta, then OwnerScheme.
+// the owner's own TypeMeta, then OwnerScheme (client-go's by default).
 func ownerGVK(owner Object, c *config) (schema.GroupVersionKind, error) {
 	if !c.gvk.Empty() {
 		return c.gvk, nil

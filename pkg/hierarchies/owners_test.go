@@ -145,7 +145,7 @@ func TestAppendOwnerReferenceErrors(t *testing.T) {
 	}{
 		{"no uid", noUID, nil, "refer to the owner KopfExample kopf-example-1: it has no uid; create it or read it from the cluster first"},
 		{"no name", noName, nil, "refer to the owner KopfExample: it has no name"},
-		{"no kind", typedOwner(false), nil, "refer to the owner owner-deployment: its apiVersion and kind are empty; set them, or pass OwnerGVK or OwnerScheme"},
+		{"no kind", typedOwner(false), []ReferenceOption{OwnerScheme(nil)}, "refer to the owner owner-deployment: its apiVersion and kind are empty; set them, or pass OwnerGVK or OwnerScheme"},
 		{"not in the scheme", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "job", UID: "u"}}, []ReferenceOption{OwnerScheme(testScheme())}, "find the kind of the owner job: no kind is registered"},
 	}
 	for _, tt := range tests {

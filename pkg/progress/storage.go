@@ -94,6 +94,11 @@ type Status struct {
 	ReadOnly bool
 }
 
+// NewStatus keeps progress in status.kopf.progress.<id>, as Kopf's
+// StatusProgressStorage; for another field, set Field
+// (fields.Parse("status.my-operator.progress")).
+func NewStatus() *Status { return &Status{Field: fields.Path{"status", "kopf", "progress"}} }
+
 // Fetch reads status.<field>.<id>.
 func (s *Status) Fetch(body map[string]any, id string) (*Record, error) {
 	raw, ok := fields.Resolve(body, s.path(id))

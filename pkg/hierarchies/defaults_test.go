@@ -1,4 +1,4 @@
-package handlers
+package hierarchies
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// TestAdoptTypedOwnerFromCache checks the facade's default scheme: a typed
+// TestAdoptTypedOwnerFromCache checks the default scheme: a typed
 // owner as the cache gives it (no TypeMeta) can adopt without options,
 // and the caller's OwnerScheme replaces the default.
 func TestAdoptTypedOwnerFromCache(t *testing.T) {
@@ -49,35 +49,5 @@ func TestAdoptTypedOwnerFromCache(t *testing.T) {
 				t.Errorf("pod -want +got:\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestHierarchyOptions checks that the facade's options reach the kit.
-func TestHierarchyOptions(t *testing.T) {
-	owner := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "uid-2"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: "own-ns"}}
-	if err := AppendOwnerReference(pod, owner, NotController(), NoBlockOwnerDeletion()); err != nil {
-		t.Fatal(err)
-	}
-	if err := HarmonizeNaming(pod, "named", Forced(), Strict()); err != nil {
-		t.Fatal(err)
-	}
-	AdjustNamespace(pod, "other-ns", Forced())
-	if err := LabelChild(pod, map[string]string{"a": "b"}, Nested("spec.template")); err != nil {
-		t.Fatal(err)
-	}
-	want := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: "named", Namespace: "other-ns", Labels: map[string]string{"a": "b"},
-		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "uid-2",
-			Controller: new(false), BlockOwnerDeletion: new(false),
-		}},
-	}}
-	if diff := cmp.Diff(want, pod); diff != "" {
-		t.Errorf("pod -want +got:\n%s", diff)
-	}
-	RemoveOwnerReference(pod, owner)
-	if diff := cmp.Diff(0, len(pod.OwnerReferences)); diff != "" {
-		t.Errorf("references left -want +got:\n%s", diff)
 	}
 }
