@@ -104,12 +104,18 @@ func WithSubhandlers(ctx context.Context) (context.Context, *Subhandlers) {
 // AddSubhandler registers a sub-handler in the context's collector and
 // reports whether sub-handlers can be registered there at all.
 func AddSubhandler(ctx context.Context, h any) bool {
-	s, _ := ctx.Value(subhandlersKey{}).(*Subhandlers)
+	s := SubhandlersOf(ctx)
 	if s == nil {
 		return false
 	}
 	s.list = append(s.list, h)
 	return true
+}
+
+// SubhandlersOf is the context's collector, nil if it has none.
+func SubhandlersOf(ctx context.Context) *Subhandlers {
+	s, _ := ctx.Value(subhandlersKey{}).(*Subhandlers)
+	return s
 }
 
 // List is what was registered so far, in order.

@@ -16,15 +16,16 @@ package handlertest
 import (
 	"context"
 	"fmt"
-	"github.com/kopf-go/kopf/internal/mergepatch"
 	"time"
+
+	"github.com/kopf-go/kopf/internal/mergepatch"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/reactor"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/pkg/diffbase"
@@ -32,6 +33,8 @@ import (
 	"github.com/kopf-go/kopf/pkg/indexing"
 	"github.com/kopf-go/kopf/pkg/memo"
 	"github.com/kopf-go/kopf/pkg/patch"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // Option adjusts a cause.
@@ -50,11 +53,11 @@ func Retry(retry int, started time.Time) Option {
 
 // Memo gives the object's memo (shared with its other handlers); a fresh
 // one by default.
-func Memo(m *handlers.Memo) Option { return func(c *causes.Cause) { c.Memo = m } }
+func Memo(m *memo.Memo) Option { return func(c *causes.Cause) { c.Memo = m } }
 
 // Indices gives the operator's indices; empty ones by default. Fill an
 // index with Indices.Ensure(id).Replace(object, entries).
-func Indices(i *handlers.Indices) Option { return func(c *causes.Cause) { c.Indices = i } }
+func Indices(i *indexing.Indices) Option { return func(c *causes.Cause) { c.Indices = i } }
 
 // Field narrows the cause to a field, as the engine does for handlers
 // registered with handlers.Field: Old, New and Diff are the field's.
@@ -68,29 +71,29 @@ func Field(dotted string) Option {
 }
 
 // Create is the cause of a create handler for obj.
-func Create(obj client.Object, opts ...Option) *handlers.Cause {
+func Create(obj client.Object, opts ...Option) *cause.Change {
 	return build(causes.Create, nil, obj, opts)
 }
 
 // Update is the cause of an update handler for a change from old (the
 // last handled state) to obj.
-func Update(old, obj client.Object, opts ...Option) *handlers.Cause {
+func Update(old, obj client.Object, opts ...Option) *cause.Change {
 	return build(causes.Update, old, obj, opts)
 }
 
 // Resume is the cause of a resume handler for obj, handled before (by an
 // earlier run of the operator) in the state old, or nil if unknown.
-func Resume(old, obj client.Object, opts ...Option) *handlers.Cause {
+func Resume(old, obj client.Object, opts ...Option) *cause.Change {
 	return build(causes.Resume, old, obj, opts)
 }
 
 // Delete is the cause of a delete handler for obj.
-func Delete(obj client.Object, opts ...Option) *handlers.Cause {
+func Delete(obj client.Object, opts ...Option) *cause.Change {
 	return build(causes.Delete, obj, obj, opts)
 }
 
 // build makes the cause as the engine would.
-func build(reason causes.Reason, old, obj client.Object, opts []Option) *handlers.Cause {
+func build(reason causes.Reason, old, obj client.Object, opts []Option) *cause.Change {
 	body := mustBody(obj)
 	c := &causes.Cause{Reason: reason, Body: body, New: diffbase.BuildEssence(body, nil, nil),
 		Patch: patch.New(), Memo: &memo.Memo{}, Indices: &indexing.Indices{}, Started: time.Now()}
@@ -99,7 +102,6 @@ func build(reason causes.Reason, old, obj client.Object, opts []Option) *handler
 		c.Old = diffbase.BuildEssence(mustBody(old), nil, nil)
 	}
 	c.Diff = diff.Compute(c.Old, c.New)
-	causes.AllowSubhandlers(c)
 	for _, o := range opts {
 		o(c)
 	}
@@ -129,15 +131,18 @@ func mustBody(obj client.Object) map[string]any {
 
 // Patch is what the handler put in its cause's patch, as the merge patch
 // the engine would apply (status included); nil if nothing.
-func Patch(c *handlers.Cause) map[string]any { return mergepatch.Whole(c.Patch) }
+func Patch(c *cause.Change) map[string]any { return mergepatch.Whole(c.Patch) }
 
-// Subhandlers are the ids of the sub-handlers the handler registered
-// (handlers.Subhandler) during its call with the cause, in order. The
-// engine would run them after the handler; a test calls their functions
-// itself.
-func Subhandlers(c *handlers.Cause) []string {
+// Subhandlers are the ids of the sub-handlers that handlers registered
+// (handlers.Subhandler) in ctx, a Context, in order. The engine would run
+// them after the handler; a test calls their functions itself.
+func Subhandlers(ctx context.Context) []string {
+	subs := causes.SubhandlersOf(ctx)
+	if subs == nil {
+		return nil
+	}
 	var ids []string
-	for _, h := range causes.Subhandlers(c) {
+	for _, h := range subs.List() {
 		if ch, ok := h.(*registry.ChangeHandler); ok {
 			ids = append(ids, ch.ID)
 		}
@@ -145,8 +150,11 @@ func Subhandlers(c *handlers.Cause) []string {
 	return ids
 }
 
-// Context is a handler's context in which handlers.Client returns c (for
-// example controller-runtime's fake client).
+// Context is a handler's context, as the engine gives it to a change
+// handler: handlers.Client returns c (for example controller-runtime's
+// fake client; nil: no client), and handlers.Subhandler registers
+// sub-handlers, which Subhandlers lists. Use one Context per call.
 func Context(c client.Client) context.Context {
-	return handlers.WithClient(context.Background(), c)
+	ctx, _ := causes.WithSubhandlers(reactor.WithClient(context.Background(), c))
+	return ctx
 }

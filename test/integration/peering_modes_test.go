@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // A freezing peer that stops renewing its record is dead once its lifetime
@@ -162,7 +164,7 @@ func TestClusterWidePeering(t *testing.T) {
 	reg := handlers.NewRegistry()
 	cluster := handlers.ForKind(reg, "kopf.dev", "v1", "ClusterKopfExample")
 	var seen calls
-	handlers.OnCreate(cluster, "create_fn", seen.record, handlers.Labels{"test": handlers.Equals(ns)})
+	handlers.OnCreate(cluster, "create_fn", seen.record, handlers.Labels{"test": filter.Equals(ns)})
 	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator", Peering: name, Namespaces: []string{}})
 	eventually(t, "the record is in the cluster peering", func() bool {
 		_, ok := peers(t, "", name)["go-operator"]

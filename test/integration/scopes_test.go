@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 const diffbaseAnnotation = "kopf.zalando.org/last-handled-configuration"
@@ -40,13 +42,13 @@ func (s *servedCreates) register(kind *handlers.Resource[*unstructured.Unstructu
 // registrations that select one resource together.
 func (s *servedCreates) registerAs(kind *handlers.Resource[*unstructured.Unstructured], suffix string) {
 	s.stopped = map[string]error{}
-	handlers.OnCreate(kind, "create_fn"+suffix, func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn"+suffix, func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.created = append(s.created, obj.GetNamespace())
 		return nil, nil
 	})
-	handlers.Daemon(kind, "watcher"+suffix, func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "watcher"+suffix, func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		<-ctx.Done()
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -136,7 +138,7 @@ func TestNamespacePatternFollowsNamespaces(t *testing.T) {
 
 	removeNamespace(t, late)
 	eventually(t, "the gone namespace's daemon stops", func() bool { return served.stoppedIn(late) != nil })
-	if err := served.stoppedIn(late); !errors.Is(err, handlers.StopResourceDeleted) {
+	if err := served.stoppedIn(late); !errors.Is(err, cause.StopResourceDeleted) {
 		t.Errorf("the daemon in the gone namespace stopped with %v, want RESOURCE_DELETED", err)
 	}
 	if err := served.stoppedIn(early); err != nil {
