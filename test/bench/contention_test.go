@@ -57,8 +57,7 @@ func contendedWrites(tb testing.TB, n int, contended bool) contentionFigures {
 	counter := &requests.Counter{}
 	cfg := rest.CopyConfig(fixtures.env.Config)
 	counter.Instrument(cfg)
-	op := fixtures.env.NewOperatorOn(tb, cfg, ns, reg, handlers.Options{Standalone: true})
-	op.Start(tb)
+	op := fixtures.env.StartOperator(tb, ns, reg, handlers.Options{Standalone: true}, kopftest.WithConfig(cfg))
 	// The rows count only the objects' patches and reads: what the
 	// operator asks at its start (lists, watches, discovery) counts in
 	// neither figure.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
 
 	"github.com/kopf-go/kopf/pkg/cause"
@@ -53,8 +54,8 @@ func TestStartupAndCleanup(t *testing.T) {
 	w := &watches{resource: "kopfexamples"}
 	probes := testenv.FreeAddress(t)
 	ready := make(chan struct{})
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Memo: memo, Ready: ready}, func(o *manager.Options) { o.HealthProbeBindAddress = probes })
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Memo: memo, Ready: ready}, kopftest.WithConfig(w.config()),
+		kopftest.WithManagerOptions(func(o *manager.Options) { o.HealthProbeBindAddress = probes }))
 	select {
 	case <-ready:
 		if n := startups.Load(); n != 4 {
@@ -105,9 +106,8 @@ func TestStartupFailureStopsTheOperator(t *testing.T) {
 	})
 	w := &watches{resource: "kopfexamples"}
 	ready := make(chan struct{})
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Ready: ready})
-	create(t, exampleObject(t, ns))
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Ready: ready}, kopftest.WithConfig(w.config()),
+		kopftest.BeforeStart(func(manager.Manager) error { create(t, exampleObject(t, ns)); return nil }))
 	err := op.Exited(t)
 	select {
 	case <-ready:

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 
 	"github.com/kopf-go/kopf/pkg/cause"
 	"github.com/kopf-go/kopf/pkg/filter"
@@ -116,19 +117,16 @@ func TestEmbeddedBesideAnotherController(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", seen.record)
-	op := env.NewOperator(t, ns, reg, handlers.Options{})
 	var reconciled atomic.Int32
-	err := ctrl.NewControllerManagedBy(op.Manager).For(&corev1.ConfigMap{}).Named("plain-configmaps").
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			if req.Name == "plain" {
-				reconciled.Add(1)
-			}
-			return reconcile.Result{}, nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	op.Start(t)
+	env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.BeforeStart(func(mgr manager.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Named("plain-configmaps").
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				if req.Name == "plain" {
+					reconciled.Add(1)
+				}
+				return reconcile.Result{}, nil
+			}))
+	}))
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns}, Data: map[string]string{"a": "b"}}
 	if err := env.Client.Create(context.Background(), cm); err != nil {

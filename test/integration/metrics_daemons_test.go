@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 
 	"github.com/kopf-go/kopf/pkg/cause"
 )
@@ -40,7 +41,7 @@ func TestMetricsDaemons(t *testing.T) {
 		return nil, nil
 	}, handlers.Interval(100*time.Millisecond))
 	serve, at := servingMetrics(t)
-	env.StartOperator(t, ns, reg, handlers.Options{}, serve)
+	env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.WithManagerOptions(serve))
 
 	running := func(id string) string { return series("kopf_daemons_running", "kind", kexKind, "handler", id) }
 	stopping := func(id string) string { return series("kopf_daemons_stopping", "kind", kexKind, "handler", id) }

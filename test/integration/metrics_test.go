@@ -14,6 +14,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 
 	"github.com/kopf-go/kopf/pkg/cause"
 	"github.com/kopf-go/kopf/pkg/failure"
@@ -66,7 +67,7 @@ func TestMetricsHandlerOutcomes(t *testing.T) {
 		return nil, errors.New("whatever")
 	}, forCase("limits"), handlers.Errors(failure.ErrorsIgnored))
 	serve, at := servingMetrics(t)
-	env.StartOperator(t, ns, reg, handlers.Options{}, serve)
+	env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.WithManagerOptions(serve))
 
 	retrying := series("kopf_objects_retrying", "kind", kexKind)
 	failed := series("kopf_objects_failed", "kind", kexKind)

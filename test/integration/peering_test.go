@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
 
 	"github.com/kopf-go/kopf/pkg/cause"
@@ -47,11 +48,11 @@ func TestFreezeInFavourOfAHigherPriority(t *testing.T) {
 	})
 	w := &watches{resource: "kopfexamples"}
 	probes, metricsAt := testenv.FreeAddress(t), testenv.FreeAddress(t)
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator"}, func(o *manager.Options) {
-		o.HealthProbeBindAddress = probes
-		o.Metrics.BindAddress = metricsAt
-	})
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator"}, kopftest.WithConfig(w.config()),
+		kopftest.WithManagerOptions(func(o *manager.Options) {
+			o.HealthProbeBindAddress = probes
+			o.Metrics.BindAddress = metricsAt
+		}))
 
 	create(t, named(t, ns, "before"))
 	eventually(t, "the object is handled and the record written", func() bool {

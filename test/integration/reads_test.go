@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 
 	"github.com/kopf-go/kopf/pkg/cause"
 	"github.com/kopf-go/kopf/pkg/filter"
@@ -149,8 +150,7 @@ func TestHandledObjectsAreReadFromTheCache(t *testing.T) {
 			reg := handlers.NewRegistry()
 			tc.setup(reg, handled)
 			reads := &readCounter{resource: tc.resource}
-			op := env.NewOperatorOn(t, reads.config(), ns, reg, handlers.Options{})
-			op.Start(t)
+			op := env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.WithConfig(reads.config()))
 
 			const n = 3
 			ctx := context.Background()

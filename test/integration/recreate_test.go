@@ -61,12 +61,11 @@ func resultOf(t *testing.T, ns, id string) string {
 func ringOf(t *testing.T, ns string, reg func() *handlers.Registry) []*kopftest.Operator {
 	var ops []*kopftest.Operator
 	for _, name := range []string{"a", "b"} {
-		op := env.NewOperatorOn(t, env.Config, ns, reg(), handlers.Options{
+		op := env.StartOperator(t, ns, reg(), handlers.Options{
 			Identity: "kopf@test/" + name, Standalone: true, ShutdownGrace: 5 * time.Second,
 			Sharding: handlers.Sharding{Ring: "again", Namespace: ns,
 				LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RenewPeriod: 500 * time.Millisecond},
 		})
-		op.Start(t)
 		ops = append(ops, op)
 	}
 	eventually(t, "both replicas are members of the ring", func() bool {

@@ -39,7 +39,7 @@ func TestShardedRunnerReturnsAtOnceWhenFenced(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- handlers.Run(context.Background(), reg,
-			[]string{"--standalone", "--namespace", ns, "--kubeconfig", kubeconfig, "--shard-ring", "runner"}, handlers.Options{})
+			[]string{"--standalone", "--namespace", ns, "--kubeconfig", kubeconfig, "--shard-ring", "runner"}, handlers.RunOptions{})
 	}()
 	defer func() {
 		close(release) // the manager then ends its stop in the background

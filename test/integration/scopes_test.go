@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 
 	"github.com/kopf-go/kopf/pkg/cause"
 )
@@ -117,7 +118,7 @@ func TestNamespacePatternFollowsNamespaces(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-*,!*-skip"}}, wholeClusterCache)
+	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-*,!*-skip"}}, kopftest.WithManagerOptions(wholeClusterCache))
 
 	create(t, exampleObject(t, early))
 	eventually(t, "the object in the namespace that existed at the start is handled", func() bool { return served.createdIn(early) })
@@ -161,7 +162,7 @@ func TestNamespacePatternWaitsForItsFirstNamespace(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-?"}}, wholeClusterCache)
+	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-?"}}, kopftest.WithManagerOptions(wholeClusterCache))
 	eventually(t, "the operator says it waits", func() bool {
 		return len(op.Logs.Messages("No namespace is served now; waiting for one that matches.")) > 0
 	})
@@ -180,8 +181,7 @@ func TestNamespacePatternsWithoutNamespacePermissions(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.NewOperatorOn(t, user, exact, reg, handlers.Options{Standalone: true, Namespaces: []string{exact, exact + "-*"}})
-	op.Start(t)
+	op := env.StartOperator(t, exact, reg, handlers.Options{Standalone: true, Namespaces: []string{exact, exact + "-*"}}, kopftest.WithConfig(user))
 	create(t, exampleObject(t, exact))
 	eventually(t, "the object in the namespace named exactly is handled", func() bool { return served.createdIn(exact) })
 	if n := len(op.Logs.Messages("Namespace patterns with globs are not served; only the namespaces named exactly are.")); n != 1 {
@@ -190,8 +190,7 @@ func TestNamespacePatternsWithoutNamespacePermissions(t *testing.T) {
 
 	reg2, kind2 := kex()
 	served.register(kind2)
-	failing := env.NewOperatorOn(t, user, exact, reg2, handlers.Options{Standalone: true, Namespaces: []string{exact + "-*"}})
-	failing.Start(t)
+	failing := env.StartOperator(t, exact, reg2, handlers.Options{Standalone: true, Namespaces: []string{exact + "-*"}}, kopftest.WithConfig(user))
 	err := failing.Exited(t)
 	if err == nil || !strings.Contains(err.Error(), "no permission to list and watch namespaces") {
 		t.Errorf("the operator with only globs exited with %v, want the lack of permission named", err)
@@ -235,7 +234,7 @@ func TestNamespacePatternPeersInEachServedNamespace(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.StartOperator(t, "", reg, handlers.Options{Identity: "go-operator", Namespaces: []string{prefix + "-*"}}, wholeClusterCache)
+	op := env.StartOperator(t, "", reg, handlers.Options{Identity: "go-operator", Namespaces: []string{prefix + "-*"}}, kopftest.WithManagerOptions(wholeClusterCache))
 	eventually(t, "the operator's record is in the first namespace's peering", func() bool {
 		_, ok := peers(t, first, "default")["go-operator"]
 		return ok

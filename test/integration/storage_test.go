@@ -1,9 +1,9 @@
 package integration
 
 import (
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"

@@ -1,8 +1,8 @@
 package sharding
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"

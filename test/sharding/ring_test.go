@@ -94,12 +94,11 @@ func (r *testRing) start(name string) *replica {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = cut.wrap
 	lost := make(chan struct{})
-	op := env.NewOperatorOn(r.t, cfg, r.ns, reg, handlers.Options{
+	op := env.StartOperator(r.t, r.ns, reg, handlers.Options{
 		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second, Namespaces: r.namespaces,
 		Sharding: handlers.Sharding{Ring: ringName, Namespace: r.ns, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
 			Lost: lost},
-	})
-	op.Start(r.t)
+	}, kopftest.WithConfig(cfg))
 	rep := &replica{name: name, op: op, cut: cut, lost: lost}
 	r.replicas[name] = rep
 	kopftest.Eventually(r.t, name+" joins the ring", 30*time.Second, func() bool {

@@ -14,8 +14,8 @@
 package main
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
