@@ -14,16 +14,16 @@ import (
 	"github.com/kopf-go/kopf/pkg/cause"
 )
 
-// Operator-wide handlers (startup, cleanup, login, probe) get a
-// cause.Activity: their retry count and timing, the operator's memo and
-// the indices. They take the limits as options (Retries, Backoff, Timeout,
-// Errors).
-
 // OnStartup registers a handler that runs when the operator starts, before
 // any object is watched, retried until it succeeds (errors are temporary
 // by default, as for change handlers). If one fails for good, the operator
 // stops without handling anything. Startup handlers may fill the
 // operator's memo, which every object's memo starts from.
+//
+// Operator-wide handlers (startup, cleanup, login, probe) get a
+// cause.Activity: their retry count and timing, the operator's memo and
+// the indices. They take the limits as options (Retries, Backoff, Timeout,
+// Errors).
 func OnStartup(r *Registry, id string, fn func(ctx context.Context, a *cause.Activity) error, opts ...LimitOption) {
 	addActivity(r, id, registry.ActivityStartup, func(ctx context.Context, a *causes.Activity) (any, error) {
 		return nil, fn(ctx, a)

@@ -106,7 +106,7 @@ func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) InitialDela
 }
 
 // CancellationBackoff gives a stopping daemon this long to exit on its own
-// (DaemonCause.Stopped is closed) before its context is cancelled. Without
+// (cause.Daemon.Stopped is closed) before its context is cancelled. Without
 // it, the context is cancelled at once.
 func CancellationBackoff(d time.Duration) DaemonOption {
 	return daemonOption(func(h *registry.SpawnHandler) { h.CancellationBackoff = d })

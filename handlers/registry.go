@@ -5,7 +5,7 @@
 //
 //	reg := handlers.NewRegistry()
 //	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-//	handlers.OnCreate(kex, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+//	handlers.OnCreate(kex, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 //		return map[string]any{"message": "hello world"}, nil // lands in status.create_fn
 //	})
 //	handlers.Main(reg, handlers.RunOptions{})

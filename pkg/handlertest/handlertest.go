@@ -38,31 +38,31 @@ import (
 )
 
 // Option adjusts a cause.
-type Option func(*causes.Cause)
+type Option func(*cause.Change)
 
-// ID names the handler being called (Cause.HandlerID).
-func ID(id string) Option { return func(c *causes.Cause) { c.HandlerID = id } }
+// ID names the handler being called (cause.Change.HandlerID).
+func ID(id string) Option { return func(c *cause.Change) { c.HandlerID = id } }
 
 // Retry makes it the handler's retry-th attempt, the first of which began
-// at started (Cause.Retry, Started and Runtime).
+// at started (cause.Change.Retry, Started and Runtime).
 func Retry(retry int, started time.Time) Option {
-	return func(c *causes.Cause) {
+	return func(c *cause.Change) {
 		c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
 	}
 }
 
 // Memo gives the object's memo (shared with its other handlers); a fresh
 // one by default.
-func Memo(m *memo.Memo) Option { return func(c *causes.Cause) { c.Memo = m } }
+func Memo(m *memo.Memo) Option { return func(c *cause.Change) { c.Memo = m } }
 
 // Indices gives the operator's indices; empty ones by default. Fill an
 // index with Indices.Ensure(id).Replace(object, entries).
-func Indices(i *indexing.Indices) Option { return func(c *causes.Cause) { c.Indices = i } }
+func Indices(i *indexing.Indices) Option { return func(c *cause.Change) { c.Indices = i } }
 
 // Field narrows the cause to a field, as the engine does for handlers
 // registered with handlers.Field: Old, New and Diff are the field's.
 func Field(dotted string) Option {
-	return func(c *causes.Cause) {
+	return func(c *cause.Change) {
 		path := fields.Parse(dotted)
 		c.Old, _ = fields.Resolve(c.Old, path)
 		c.New, _ = fields.Resolve(c.New, path)
@@ -72,30 +72,30 @@ func Field(dotted string) Option {
 
 // Create is the cause of a create handler for obj.
 func Create(obj client.Object, opts ...Option) *cause.Change {
-	return build(causes.Create, nil, obj, opts)
+	return build(cause.Create, nil, obj, opts)
 }
 
 // Update is the cause of an update handler for a change from old (the
 // last handled state) to obj.
 func Update(old, obj client.Object, opts ...Option) *cause.Change {
-	return build(causes.Update, old, obj, opts)
+	return build(cause.Update, old, obj, opts)
 }
 
 // Resume is the cause of a resume handler for obj, handled before (by an
 // earlier run of the operator) in the state old, or nil if unknown.
 func Resume(old, obj client.Object, opts ...Option) *cause.Change {
-	return build(causes.Resume, old, obj, opts)
+	return build(cause.Resume, old, obj, opts)
 }
 
 // Delete is the cause of a delete handler for obj.
 func Delete(obj client.Object, opts ...Option) *cause.Change {
-	return build(causes.Delete, obj, obj, opts)
+	return build(cause.Delete, obj, obj, opts)
 }
 
 // build makes the cause as the engine would.
-func build(reason causes.Reason, old, obj client.Object, opts []Option) *cause.Change {
+func build(reason cause.Reason, old, obj client.Object, opts []Option) *cause.Change {
 	body := mustBody(obj)
-	c := &causes.Cause{Reason: reason, Body: body, New: diffbase.BuildEssence(body, nil, nil),
+	c := &cause.Change{Reason: reason, Body: body, New: diffbase.BuildEssence(body, nil, nil),
 		Patch: patch.New(), Memo: &memo.Memo{}, Indices: &indexing.Indices{}, Started: time.Now()}
 	if old != nil {
 		// An absent old state stays a nil interface, as the engine's.
@@ -109,7 +109,7 @@ func build(reason causes.Reason, old, obj client.Object, opts []Option) *cause.C
 }
 
 // Body is the object as a JSON-like map, as handlers see it in
-// Cause.Body: an unstructured object's own map, a typed object converted.
+// cause.Change.Body: an unstructured object's own map, a typed object converted.
 func Body(obj client.Object) (map[string]any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return u.Object, nil
