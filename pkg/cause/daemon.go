@@ -11,7 +11,9 @@ import (
 )
 
 // Daemon is what a daemon or timer learns beside its object (Kopf's
-// DaemonCause), and how it learns that it must stop.
+// DaemonCause), and how it learns that it must stop. Its methods ask the
+// run behind it: the engine makes one with NewDaemon, and a unit test gets
+// one from pkg/handlertest's NewDaemon; a zero Daemon has no run.
 type Daemon struct {
 	// HandlerID is the daemon's or timer's id.
 	HandlerID string
