@@ -8,8 +8,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kopf-go/kopf/internal/causes"
+	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/reactor"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/pkg/cause"
 )
@@ -70,12 +70,12 @@ func addActivity(r *Registry, id string, kind registry.ActivityKind, fn registry
 }
 
 // login runs the registry's login handlers; nil without any.
-func (r *Registry) login(ctx context.Context, s reactor.Settings) (*rest.Config, error) {
+func (r *Registry) login(ctx context.Context, s engine.Settings) (*rest.Config, error) {
 	handlers := r.reg.ActivitiesOf(registry.ActivityLogin)
 	if len(handlers) == 0 {
 		return nil, nil
 	}
-	results, err := reactor.RunActivities(ctx, ctrl.Log.WithName("login"), handlers, s)
+	results, err := engine.RunActivities(ctx, ctrl.Log.WithName("login"), handlers, s)
 	for _, h := range handlers {
 		if cfg, ok := results[h.ID].(*rest.Config); ok && cfg != nil {
 			return cfg, nil

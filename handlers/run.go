@@ -23,7 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/internal/reactor"
+	"github.com/kopf-go/kopf/internal/activities"
+	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
@@ -166,7 +167,7 @@ func runManager(ctx context.Context, mgr manager.Manager, lost <-chan struct{}) 
 // when they are named exactly, so that a namespaced operator needs only
 // namespaced RBAC. (With patterns, handlers read through the engine's
 // cache, which follows them: docs/scopes.md.)
-func runnerManagerOptions(logger logr.Logger, f Flags, opts RunOptions, s reactor.Settings) (manager.Options, error) {
+func runnerManagerOptions(logger logr.Logger, f Flags, opts RunOptions, s engine.Settings) (manager.Options, error) {
 	namespaces, err := scopes.ParseNamespaces(opts.Namespaces)
 	if err != nil {
 		return manager.Options{}, fmt.Errorf("invalid namespaces: %w", err)
@@ -249,7 +250,7 @@ func metricsAddress(f Flags, opts RunOptions) string {
 
 // serveLiveness serves the probes' results as JSON at the URL: the
 // engine's own prober, which sees the operator's memo and indices.
-func serveLiveness(mgr manager.Manager, prober *reactor.Prober, liveness string) error {
+func serveLiveness(mgr manager.Manager, prober *activities.Prober, liveness string) error {
 	u, err := url.Parse(liveness)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return fmt.Errorf("--liveness %q: want an http:// URL with a host and port", liveness)
@@ -270,7 +271,7 @@ func serveLiveness(mgr manager.Manager, prober *reactor.Prober, liveness string)
 // clusterConfig is the connection the login handlers give (with their
 // re-logins, which the caller closes), else the one of the kubeconfig
 // (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the in-cluster one.
-func clusterConfig(ctx context.Context, reg *Registry, s reactor.Settings, kubeconfig string) (*rest.Config, *relogins, error) {
+func clusterConfig(ctx context.Context, reg *Registry, s engine.Settings, kubeconfig string) (*rest.Config, *relogins, error) {
 	cfg, err := reg.login(ctx, s)
 	if err != nil {
 		return nil, nil, err

@@ -18,8 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/internal/reactor"
-
+	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/pkg/cause"
 )
 
@@ -216,7 +215,7 @@ func TestRunnerManagerOptions(t *testing.T) {
 }
 
 // resolvedSettings are the engine's settings of the options, resolved.
-func resolvedSettings(t *testing.T, o Options) reactor.Settings {
+func resolvedSettings(t *testing.T, o Options) engine.Settings {
 	t.Helper()
 	s, err := o.settings().Resolved()
 	if err != nil {

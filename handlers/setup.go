@@ -8,10 +8,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/peering"
-	"github.com/kopf-go/kopf/internal/reactor"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/ring/share"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/events"
 	"github.com/kopf-go/kopf/pkg/memo"
@@ -136,8 +138,8 @@ type Sharding struct {
 	Lost chan struct{}
 }
 
-func (o Options) settings() reactor.Settings {
-	return reactor.Settings{
+func (o Options) settings() engine.Settings {
+	return engine.Settings{
 		Finalizer:               o.Finalizer,
 		Progress:                o.ProgressStorage,
 		DiffBase:                o.DiffBaseStorage,
@@ -152,7 +154,7 @@ func (o Options) settings() reactor.Settings {
 		ErrorDelays:             o.ErrorDelays,
 		Posting:                 o.Posting,
 		Ready:                   o.Ready,
-		Sharding: reactor.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
+		Sharding: share.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
 			Durations:       ring.Durations{LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
 			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost},
 	}
@@ -186,13 +188,13 @@ func SetupWithManager(mgr manager.Manager, reg *Registry, opts Options) error {
 // setup is SetupWithManager that also returns what the runner needs: the
 // prober of the probe handlers, for its liveness endpoint, and the signal
 // of a lost ring membership, on which it exits.
-func setup(mgr manager.Manager, reg *Registry, opts Options, s reactor.Settings) (*reactor.Installed, error) {
+func setup(mgr manager.Manager, reg *Registry, opts Options, s engine.Settings) (*engine.Installed, error) {
 	// Before anything is added to the manager: a refused registry leaves
 	// no controllers behind.
 	if err := reg.checkResources(mgr.GetScheme()); err != nil {
 		return nil, err
 	}
-	installed, err := reactor.Setup(mgr, &reg.reg, s)
+	installed, err := engine.Setup(mgr, &reg.reg, s)
 	if err != nil {
 		return nil, err
 	}
@@ -209,4 +211,4 @@ const NoConsistencyWait time.Duration = -1
 // writes to the API server and reads through the manager's cache. Outside
 // handlers (and in login handlers, which run before there is a manager),
 // it is nil.
-func Client(ctx context.Context) client.Client { return reactor.ClientFrom(ctx) }
+func Client(ctx context.Context) client.Client { return clients.From(ctx) }

@@ -15,9 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/admission"
+	"github.com/kopf-go/kopf/internal/admission/managed"
+	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
-	"github.com/kopf-go/kopf/internal/reactor"
 )
 
 // WebhookOptions configure the serving of webhook handlers.
@@ -117,20 +118,20 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 		return fmt.Errorf("create a client: %w", err)
 	}
 	started := ws.StartedChecker()
-	managed := &admission.Managed{
+	configurations := &managed.Configurations{
 		Config:    admission.Config{Name: opts.Managed, ClientConfig: opts.ClientConfig, Path: path, Annotations: opts.Annotations},
 		Registry:  served,
 		Clientset: clientset,
 		Mapper:    mgr.GetRESTMapper(),
 		Ready:     func() error { return started(nil) },
-		Namespace: cmp.Or(opts.LeaseNamespace, reactor.PodNamespace()),
+		Namespace: cmp.Or(opts.LeaseNamespace, engine.PodNamespace()),
 		Identity:  peering.Identity(false, time.Now()),
 		Logger:    log,
 	}
-	if err := mgr.AddReadyzCheck("webhooks-"+opts.Managed, func(*http.Request) error { return managed.Serving() }); err != nil {
+	if err := mgr.AddReadyzCheck("webhooks-"+opts.Managed, func(*http.Request) error { return configurations.Serving() }); err != nil {
 		return fmt.Errorf("add the readiness check of the webhooks: %w", err)
 	}
-	return mgr.Add(managed)
+	return mgr.Add(configurations)
 }
 
 // servedWebhooks checks the webhook registration and returns a copy of

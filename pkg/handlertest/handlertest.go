@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/reactor"
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/pkg/diffbase"
@@ -155,6 +155,6 @@ func Subhandlers(ctx context.Context) []string {
 // fake client; nil: no client), and handlers.Subhandler registers
 // sub-handlers, which Subhandlers lists. Use one Context per call.
 func Context(c client.Client) context.Context {
-	ctx, _ := causes.WithSubhandlers(reactor.WithClient(context.Background(), c))
+	ctx, _ := causes.WithSubhandlers(clients.WithClient(context.Background(), c))
 	return ctx
 }

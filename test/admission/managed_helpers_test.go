@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/handlers"
-	engine "github.com/kopf-go/kopf/internal/admission"
+	configs "github.com/kopf-go/kopf/internal/admission/managed"
 	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
 
@@ -209,7 +209,7 @@ func presenceLeases(t *testing.T, ns, name string) []coordinationv1.Lease {
 	t.Helper()
 	var list coordinationv1.LeaseList
 	if err := k8s.List(context.Background(), &list, client.InNamespace(ns),
-		client.MatchingLabels{engine.ConfigurationLabel: engine.LeaseBase(name)}); err != nil {
+		client.MatchingLabels{configs.ConfigurationLabel: configs.LeaseBase(name)}); err != nil {
 		t.Fatal(err)
 	}
 	return list.Items
@@ -220,7 +220,7 @@ func presenceLeases(t *testing.T, ns, name string) []coordinationv1.Lease {
 func writerHolder(t *testing.T, ns, name string) string {
 	t.Helper()
 	lease := &coordinationv1.Lease{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: engine.WriterLease(name)}, lease); err != nil {
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: configs.WriterLease(name)}, lease); err != nil {
 		return ""
 	}
 	return ptr.Deref(lease.Spec.HolderIdentity, "")

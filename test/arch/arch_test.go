@@ -36,7 +36,8 @@ var layers = [][]string{
 	{"internal/execution"},
 	{"internal/daemons"},
 	{"internal/registry"},
-	{"internal/posting", "internal/peering", "internal/admission", "internal/ring", "internal/rounds"},
+	{"internal/posting", "internal/peering", "internal/admission", "internal/rounds", "internal/ownership"},
+	{"internal/ring"},
 	{"internal/reactor"},
 	{"handlers"},
 	// The test toolkits run registries and build handlers' causes, so they
@@ -55,7 +56,7 @@ var pure = []string{
 
 // controllerRuntimeAllowed are the only packages that may import
 // controller-runtime.
-var controllerRuntimeAllowed = []string{"internal/reactor", "internal/posting", "internal/admission", "internal/ring", "internal/metrics", "handlers", "pkg/kopftest", "pkg/handlertest"}
+var controllerRuntimeAllowed = []string{"internal/reactor", "internal/ownership", "internal/posting", "internal/admission", "internal/ring", "internal/metrics", "handlers", "pkg/kopftest", "pkg/handlertest"}
 
 // toolkits are the packages outside handlers built on it: the test
 // toolkits for operator authors.

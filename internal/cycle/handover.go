@@ -1,0 +1,95 @@
+package cycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/write"
+)
+
+// handoverPolling is how often a handover (or a stand-by) held up by
+// stopping daemons is looked at again: their exit asks for a reconcile
+// anyway, but an abandoned daemon's may be long in coming.
+const handoverPolling = 5 * time.Second
+
+// handOver lets go of an object that the assigner moves to another member
+// (docs/sharding.md, "Handover"). This worker is the object's only one, so
+// no handler of it runs now; its daemons and timers are stopped the usual
+// way, as for a pause, and waited for, the abandoned ones too, since they
+// still run. Then the owner label and the grant move to the next member in
+// one write guarded by the resourceVersion (and the uid): the
+// acknowledgement, and this member's last write to the object. A conflict
+// means the object changed: the next cycle looks at it again. An object
+// that is gone gets nothing.
+
+// handoverConflictDelay is when a handover that met a changed object looks
+// again, if no watch event comes first.
+const handoverConflictDelay = 100 * time.Millisecond
+
+func (r *Reconciler) handOver(ctx context.Context, o Object, t triaged) (reconcile.Result, error) {
+	if running := r.daemons.StopAndWait(o, daemons.StopOperatorPausing); len(running) > 0 {
+		o.Local.V(1).Info(fmt.Sprintf("The handover to %s waits for %s to exit.", t.Next, running))
+		return reconcile.Result{RequeueAfter: handoverPolling}, nil
+	}
+	if t.WriteFirst {
+		// The last cycle's outcomes go first: the next owner reads them.
+		unwritten := o.Mem.Unwritten
+		o.Mem.Unwritten = nil
+		return r.commit(ctx, o, effects{Patch: unwritten})
+	}
+	// Marked before the write: the DELETED event of the object leaving
+	// the cache may come before the write's answer.
+	r.markHandedOver(o.Obj.GetUID())
+	ack, settle := r.own.LetGo(o.Obj, t.Next)
+	err := r.writer.Acknowledge(ctx, o.Obj, ack)
+	settle(err == nil)
+	if err != nil {
+		r.handed.Delete(o.Obj.GetUID())
+	}
+	if gone, ok := write.AsGone(err); ok {
+		r.forgetGone(o, gone)
+		return reconcile.Result{}, nil
+	}
+	switch {
+	case apierrors.IsConflict(err):
+		// The change's own watch event usually brings the next look
+		// first; the delay is the fallback (Requeue alone is deprecated).
+		o.Local.V(1).Info("The object changed while it was being handed over; looking again.")
+		return reconcile.Result{RequeueAfter: handoverConflictDelay}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	o.Local.V(1).Info(fmt.Sprintf("Handed the object over to %s.", t.Next))
+	return reconcile.Result{}, nil
+}
+
+// standBy runs nothing for an object that is in the cache but not this
+// replica's to work on, and stops its daemons and timers if it has any
+// (as for a pause: the object lives on, elsewhere). Nothing is requeued:
+// the change of its labels that makes it this replica's again, or takes
+// it away, brings an event.
+func (r *Reconciler) standBy(o Object, why string) (reconcile.Result, error) {
+	if running := r.daemons.StopAndWait(o, daemons.StopOperatorPausing); len(running) > 0 {
+		o.Local.V(1).Info(fmt.Sprintf("This replica does not work on the object (%s); waiting for %s to exit.", why, running))
+		return reconcile.Result{RequeueAfter: handoverPolling}, nil
+	}
+	o.Local.V(1).Info(fmt.Sprintf("This replica does not work on the object: %s.", why))
+	return reconcile.Result{}, nil
+}
+
+// markHandedOver remembers, for kinds with on-event handlers, an object
+// being handed over until its DELETED event: the object leaves this
+// member's cache, but it was not deleted, so those handlers do not hear
+// of it. (An object without this operator's finalizer that is deleted
+// for real in the instant of its handover is not heard of either.)
+func (r *Reconciler) markHandedOver(uid types.UID) {
+	if len(r.kind.Registered.Watching) > 0 {
+		r.handed.Store(uid, struct{}{})
+	}
+}

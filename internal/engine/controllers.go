@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kopf-go/kopf/internal/jitter"
+	"github.com/kopf-go/kopf/internal/lowlevel"
+)
+
+// The controllers of one run of the engine: made on the run's cache, with
+// the low-level handlers on its informers, and the objects the cache no
+// longer has recalled.
+
+// controllers points the kinds at a client on the run's cache, and makes
+// the controllers of those that reconcile.
+func (e *engine) controllers(c cache.Cache, kinds []*kindState) ([]controller.Controller, error) {
+	// Reads come from the run's cache for every kind, unstructured ones
+	// included: controller-runtime sends unstructured reads to the API
+	// server unless told otherwise, which would cost one GET per reconcile
+	// of every kind registered with ForKind.
+	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
+		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
+		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create a client on the cache: %w", err)
+	}
+	runClient = e.wrap(runClient)
+	var ctrls []controller.Controller
+	for _, r := range kinds {
+		r.clients.Set(runClient)
+		if !r.reconciles() {
+			continue // only low-level handlers: nothing to reconcile
+		}
+		ctrl, err := e.controller(r, c)
+		if err != nil {
+			return nil, err
+		}
+		ctrls = append(ctrls, ctrl)
+	}
+	return ctrls, nil
+}
+
+// lowLevel registers the indexing and on-event handlers of the kinds that
+// have them on the run's informers, and waits until the first listing of
+// every indexed kind has been indexed.
+func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*kindState) error {
+	var indexed []toolscache.InformerSynced
+	for _, r := range kinds {
+		for _, h := range r.kind.Indexing {
+			e.indices.Ensure(h.ID).Clear()
+		}
+	}
+	for _, r := range kinds {
+		if len(r.kind.Indexing) == 0 && len(r.kind.Watching) == 0 {
+			continue
+		}
+		informer, err := c.GetInformer(ctx, r.objects.New())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+		}
+		handler := lowlevel.New(ctx, lowlevel.Kind{Registered: r.kind, Objects: r.objects, Label: r.kindLabel, Memories: r.memories,
+			Own: r.own, Indices: r.settings.Indices, Clock: r.settings.Clock, Backoff: r.settings.Daemons.DefaultBackoff,
+			HandedOver: r.cycles.WasHandedOver, Reconciles: r.reconciles(), Context: r.handlerContext, Apply: r.host.Apply},
+			e.mgr.GetLogger().WithValues("controller", controllerName(r.gvk)))
+		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: handler.OnAdd, UpdateFunc: handler.OnUpdate, DeleteFunc: handler.OnDelete,
+		})
+		if err != nil {
+			return fmt.Errorf("handle the events of %s: %w", r.gvk.Kind, err)
+		}
+		if len(r.kind.Indexing) > 0 {
+			indexed = append(indexed, registration.HasSynced)
+		}
+	}
+	if len(indexed) > 0 && !toolscache.WaitForCacheSync(ctx.Done(), indexed...) && ctx.Err() == nil {
+		return errors.New("the first listing of the indexed kinds did not complete")
+	}
+	return nil
+}
+
+// controller makes a kind's controller for one run: its objects come from
+// the run's cache, and its daemons' requests from the kind's channel.
+func (e *engine) controller(r *kindState, c cache.Cache) (controller.Controller, error) {
+	opts := controller.Options{
+		Reconciler:              r.cycles,
+		MaxConcurrentReconciles: r.settings.MaxConcurrentReconciles,
+		Logger:                  e.mgr.GetLogger(),
+	}
+	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
+	opts.RateLimiter = jitteredRateLimiter(ptr.Deref(opts.UsePriorityQueue, true))
+	// Each run makes the controllers again, under the same names.
+	opts.SkipNameValidation = ptr.To(true)
+	// A panic that the engine's own containment misses ends that
+	// reconcile, not the process, whatever the embedding manager's
+	// setting (controller-runtime's default is the same).
+	opts.RecoverPanic = ptr.To(true)
+	ctrl, err := controller.NewUnmanaged(controllerName(r.gvk), opts)
+	if err != nil {
+		return nil, fmt.Errorf("create the controller for %s: %w", r.gvk.Kind, err)
+	}
+	if err := ctrl.Watch(source.Kind[client.Object](c, r.objects.New(), &noticingHandler{memories: r.memories, own: e.own})); err != nil {
+		return nil, fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+	}
+	// Daemons ask for reconciles (to release a finalizer, or to spawn
+	// again) through this channel.
+	if err := ctrl.Watch(source.Channel(r.events, &handler.EnqueueRequestForObject{})); err != nil {
+		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.gvk.Kind, err)
+	}
+	return ctrl, nil
+}
+
+// jitteredRateLimiter is controller-runtime's default rate limiter of a
+// controller's queue (with its priority queue, the per-item backoff of
+// 5 ms doubling up to 1000 s; without it, that and an overall bucket of
+// 10 a second), with jitter: the objects whose reconciles one outage of
+// the API server failed together are not all retried at 5 ms, 10 ms, 20 ms
+// ... after it. (Errors reach it when the throttling of unexpected errors
+// is off, or when an object cannot even be read.)
+func jitteredRateLimiter(priorityQueue bool) workqueue.TypedRateLimiter[reconcile.Request] {
+	base := workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+	if priorityQueue {
+		base = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second)
+	}
+	return jitter.Limiter(base, jitter.Default())
+}
+
+// recallGone asks for a reconcile of every remembered object that the
+// run's fresh cache does not have. Objects deleted while the operator was
+// frozen bring no event of their own; their reconcile (not found) forgets
+// them, their daemons, and their place in the metrics.
+func (e *engine) recallGone(ctx context.Context, c cache.Cache, kinds []*kindState) {
+	if !c.WaitForCacheSync(ctx) {
+		return
+	}
+	for _, r := range kinds {
+		for _, key := range r.memories.Keys() {
+			obj := r.objects.New()
+			if err := c.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+				continue
+			}
+			if !r.reconciles() {
+				r.memories.Forget(key) // no controller, no daemons: nothing else to end
+				continue
+			}
+			obj.SetNamespace(key.Namespace)
+			obj.SetName(key.Name)
+			select {
+			case r.events <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/kopf-go/kopf/internal/clients"
+	"github.com/kopf-go/kopf/internal/cycle"
+	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/jitter"
+	"github.com/kopf-go/kopf/internal/memory"
+	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/objects"
+	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/internal/posting"
+	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/write"
+)
+
+// kindState is one kind's state, in one place: its registration and GVK,
+// its label in the metrics, its clients and writer, the memories of its
+// objects, the channel of its daemons' requests for reconciles, whose
+// objects are this replica's, and the cycle that reconciles its objects.
+// The kind's controller, its daemons' host and its low-level handlers
+// share it.
+type kindState struct {
+	kind    *registry.Kind
+	gvk     schema.GroupVersionKind
+	objects objects.Kind
+	// kindLabel is the kind as the metrics name it.
+	kindLabel string
+	clients   *clients.Current
+	writer    *write.Writer
+	memories  *memory.Store
+	// events carries the daemons' requests for reconciles.
+	events chan event.GenericEvent
+	// own says which objects are this replica's to work on.
+	own ownership.Ownership
+	// daemonLog is the kind's logger for daemons and timers: they outlive
+	// the reconcile that spawned them, so they do not take its logger.
+	daemonLog logr.Logger
+	// settings are the engine's; sup supervises the daemons, which reach
+	// the kind through host.
+	settings Settings
+	sup      *daemons.Supervisor
+	host     *kindHost
+	// cycles reconcile the kind's objects.
+	cycles *cycle.Reconciler
+}
+
+// newKindState makes one kind's state: its writer, its daemons' host and
+// its cycle. It keeps the memories it is given (those of the state it
+// replaces), or makes new ones.
+func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *write.StatusProbe, sup *daemons.Supervisor, own ownership.Ownership, mems *memory.Store, opts ...cycle.Option) *kindState {
+	label := metrics.Kind(objs.GVK)
+	s = guardStorages(s, label)
+	if mems == nil {
+		retrying, failed := metrics.Objects(label)
+		mems = memory.NewStore(s.Memo, retrying, failed, sup.Gone)
+	}
+	k := &kindState{kind: objs.Registered, gvk: objs.GVK, objects: objs, kindLabel: label, clients: cs,
+		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout), memories: mems,
+		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
+	k.host = &kindHost{kindState: k, done: sup.Done()}
+	invocations := metrics.InvokedOf(label)
+	round := &cycle.Round{Kind: objs.Registered, Progress: s.Progress, Clock: s.Clock, Defaults: s.defaults(),
+		Context: k.handlerContext, Track: sup.Track, Observe: invocations,
+		Panicked: func(id string) { metrics.CallbackPanicked(label, metrics.CallbackChange, id) }}
+	k.cycles = cycle.New(objs, cycle.Settings{Finalizer: s.Finalizer, ConsistencyTimeout: s.ConsistencyTimeout,
+		ErrorDelays: s.ErrorDelays, Progress: s.Progress, DiffBase: s.DiffBase, Indices: s.Indices, Clock: s.Clock, Defaults: s.defaults()},
+		cs, k.writer, append([]cycle.Option{
+			cycle.WithMemories(mems), cycle.WithHandlers(round), cycle.WithDaemons(daemonSync{k}), cycle.WithOwnership(own),
+			cycle.WithPoster(s.Poster), cycle.WithGone(sup.Gone), cycle.WithLabel(label), cycle.WithJitter(jitter.Default())}, opts...)...)
+	return k
+}
+
+// handlerContext is the context a handler runs in: the logger, the
+// poster for its Events, and the operator's client.
+func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context.Context {
+	return clients.WithClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
+}
+
+// reconciles reports whether the kind has a controller: change handlers,
+// daemons or timers. A kind with low-level handlers only has none, unless
+// it is sharded: handing its objects over takes a reconcile.
+func (r *kindState) reconciles() bool {
+	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.ReconcilesEveryKind()
+}
+
+// forgetObjects forgets the remembered objects that keep does not keep,
+// and stops their daemons and timers as for deleted objects: they are
+// gone from what the operator serves (their namespace or their kind).
+func (r *kindState) forgetObjects(keep func(key types.NamespacedName) bool) {
+	for _, key := range r.memories.Keys() {
+		if keep(key) {
+			continue
+		}
+		if uid := r.memories.Forget(key); uid != "" {
+			r.sup.Gone(uid)
+		}
+	}
+}
+
+// daemonSync keeps the kind's daemons and timers in line with an object
+// (spawning.go).
+type daemonSync struct{ *kindState }

@@ -1,0 +1,130 @@
+// Package ownership is the one seam between the engine and the sharing
+// of its objects with other replicas (docs/sharding.md): which objects its
+// cache holds, whether it may work on one now, how it lets go of one, how
+// its writes are bounded, and what runs beside the engine. An operator
+// that is not sharded owns every object (Unshared); a ring member owns its
+// share (internal/ring's Share).
+package ownership
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/internal/freeze"
+)
+
+// Ownership says what a replica may do with the objects of its kinds.
+type Ownership interface {
+	// Ready is closed once the engine may build its cache: a ring member
+	// has joined, and knows its name.
+	Ready() <-chan struct{}
+	// Lost is closed if the replica loses all of its objects at once (a
+	// ring member's fence): the engine then cancels its handlers and
+	// daemons without a graceful stop. Nil: never.
+	Lost() <-chan struct{}
+	// CacheSelector selects the objects of the run's cache; nil: all.
+	CacheSelector() labels.Selector
+	// Claim tells what the replica may do with an object as its cache
+	// shows it at now.
+	Claim(obj client.Object, now time.Time) Claim
+	// LetGo is the write that hands obj over to next, and settle, to be
+	// called after that write, whether it was written.
+	LetGo(obj client.Object, next string) (ack map[string]any, settle func(written bool))
+	// FoundAtStart says whether an object that entered the cache (in the
+	// initial listing, or not) counts as found at start, so that resume
+	// handlers run for it; Entered is told of it, once per entry.
+	FoundAtStart(initial bool) bool
+	Entered(obj client.Object)
+	// ReconcilesEveryKind: every kind needs a controller, even one with
+	// low-level handlers only (handing objects over takes a reconcile).
+	ReconcilesEveryKind() bool
+	// Bound wraps the engine's clients: a ring member's writes to objects
+	// end with its tenure.
+	Bound(c client.Client) client.Client
+	// Runnables are the manager's runnables of the engine, given what the
+	// engine runs (Engine).
+	Runnables(e Engine) ([]manager.Runnable, error)
+	// Watch runs beside each run of the engine's controllers, until ctx
+	// ends: a ring member's summaries and metrics of its share. shares
+	// counts the objects the engine remembers, by the kinds' metrics
+	// labels.
+	Watch(ctx context.Context, shares func() map[string]int) error
+}
+
+// Engine is what the ownership gets to know of the engine when it makes
+// the manager's runnables: its parts, not the engine itself.
+type Engine struct {
+	// Kinds are the GVKs of the engine's kinds, known at setup; Unknown
+	// names a kind selected while running (nil: none).
+	Kinds   []schema.GroupVersionKind
+	Unknown []string
+	// Config, HTTPClient and Mapper are the manager's.
+	Config     *rest.Config
+	HTTPClient *http.Client
+	Mapper     meta.RESTMapper
+	// Toggle is the operator's frozen state.
+	Toggle *freeze.Toggle
+	// Idle reports whether nothing of the engine runs any more: no
+	// daemon, timer or handler.
+	Idle func() bool
+	// Runnables are the engine's runnables, in the order they are added
+	// to the manager; Working are those of them that work on objects (the
+	// engine and the daemons' supervisor).
+	Runnables, Working []manager.Runnable
+}
+
+// ClaimKind is what a replica may do with an object now.
+type ClaimKind int
+
+const (
+	// Work: handle the object.
+	Work ClaimKind = iota
+	// HandOver: let go of it to the next member.
+	HandOver
+	// StandBy: run nothing for it, and stop its daemons: it is in the
+	// cache but not this replica's to work on (an owner label edited by
+	// hand, or a membership lost).
+	StandBy
+)
+
+// Claim is the ownership's verdict on one object.
+type Claim struct {
+	Kind ClaimKind
+	// Next is the member to hand the object over to.
+	Next string
+	// Why says why the replica stands by.
+	Why string
+}
+
+// Unshared is the ownership of an operator that is not sharded: every
+// object of its kinds (in its namespaces) is its own.
+type Unshared struct{}
+
+// alwaysReady is closed from the start.
+var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (Unshared) Ready() <-chan struct{}                             { return alwaysReady }
+func (Unshared) Lost() <-chan struct{}                              { return nil }
+func (Unshared) CacheSelector() labels.Selector                     { return nil }
+func (Unshared) Claim(client.Object, time.Time) Claim               { return Claim{} }
+func (Unshared) FoundAtStart(initial bool) bool                     { return initial }
+func (Unshared) Entered(client.Object)                              {}
+func (Unshared) ReconcilesEveryKind() bool                          { return false }
+func (Unshared) Bound(c client.Client) client.Client                { return c }
+func (Unshared) Watch(context.Context, func() map[string]int) error { return nil }
+
+func (Unshared) LetGo(client.Object, string) (map[string]any, func(bool)) {
+	return nil, func(bool) {} // never claimed for a handover
+}
+
+func (Unshared) Runnables(e Engine) ([]manager.Runnable, error) {
+	return e.Runnables, nil
+}

@@ -1,0 +1,205 @@
+// Package share is a ring member's ownership of its objects (the engine's
+// ownership seam, docs/sharding.md): its cache's selector, its claims, the
+// handover's acknowledgement, the bound of its writes by its tenure, and
+// the runnables that hold its Lease and run the assigner.
+package share
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kopf-go/kopf/internal/metrics"
+	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/scopes"
+)
+
+// Ownership is the ownership of a ring member (docs/sharding.md): its
+// cache selects the objects whose owner label names it, it works on those
+// that are also granted to it while its tenure holds, it hands them over
+// when the assigner asks, and its writes end with its tenure.
+type Ownership struct {
+	name   string // the ring's name, for logs and metrics
+	keys   ring.Keys
+	member *ring.Member
+	// assigner is made with the runnables, once the engine's kinds are
+	// known.
+	assigner ring.AssignerSettings
+	clock    clock.WithTicker
+	log      logr.Logger
+	// taken and released count the objects that entered and left this
+	// member's cache since the last summary line.
+	taken, released atomic.Int64
+}
+
+var _ ownership.Ownership = (*Ownership)(nil)
+
+// New prepares the membership of the replica (identity) in its ring;
+// c writes the member's Lease, without the bound of its writes to objects
+// (the Lease is what extends them).
+//
+// The assigner gets fixed namespaces as such, and those of patterns with
+// globs (following) as the set that follows them.
+func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, log logr.Logger, served *scopes.Served, following bool) (*Ownership, error) {
+	namespaces, _ := served.Now()
+	if !following {
+		served = nil
+	}
+	log = log.WithName("ring")
+	member, err := ring.NewMember(c, ring.Settings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
+		Durations: sh.Durations, Clock: clk, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
+	}
+	return &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log,
+		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
+			Durations: sh.Durations,
+			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
+			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
+}
+
+func (r *Ownership) Ready() <-chan struct{} { return r.member.Joined() }
+func (r *Ownership) Lost() <-chan struct{}  { return r.member.Fenced() }
+
+// CacheSelector selects the objects whose owner label names this member:
+// its cache holds its share, and an object whose label moves to another
+// member leaves it.
+func (r *Ownership) CacheSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{r.keys.Owner: r.member.Name()})
+}
+
+// Claim works on an object only while the member's tenure holds (checked
+// by the clock, so that a process resumed after a long pause stands by
+// even before its fence's timer has run) and both the owner label and
+// the grant name it. An object being deleted is not handed over: its
+// owner completes the deletion, so that its delete handlers run once,
+// where its daemons stop for it.
+func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
+	me := r.member.Name()
+	select {
+	case <-r.member.Fenced():
+		return ownership.Claim{Kind: ownership.StandBy, Why: "this replica lost its ring membership"}
+	default:
+	}
+	if !r.member.Tenure().Holds(now) {
+		return ownership.Claim{Kind: ownership.StandBy, Why: "this replica's ring membership has run out"}
+	}
+	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+	if !p.Handled(me) {
+		return ownership.Claim{Kind: ownership.StandBy, Why: fmt.Sprintf("its owner label names this member, but it is granted to %q; "+
+			"the owner label was changed by someone else than the ring, which puts it back", p.Granted)}
+	}
+	if p.Next != "" && p.Next != me && obj.GetDeletionTimestamp() == nil {
+		return ownership.Claim{Kind: ownership.HandOver, Next: p.Next}
+	}
+	return ownership.Claim{}
+}
+
+// LetGo moves the owner label and the grant to the next member and drops
+// the request, guarded by the resourceVersion of the object the member let
+// go of, so that it overwrites no change it has not seen.
+func (r *Ownership) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
+	ack := map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"labels":          map[string]any{r.keys.Owner: next},
+		"annotations":     map[string]any{r.keys.Granted: next, r.keys.Next: nil},
+	}}
+	return ack, func(written bool) {
+		if written {
+			r.released.Add(1)
+		}
+	}
+}
+
+// FoundAtStart is true for every object that enters the member's cache:
+// it may come from another member, and this one has none of that
+// member's memory of it, just as after a restart (docs/sharding.md).
+func (r *Ownership) FoundAtStart(bool) bool { return true }
+
+// Entered counts the object for the next summary.
+func (r *Ownership) Entered(obj client.Object) {
+	r.taken.Add(1)
+	r.log.V(1).Info("Took the object into this replica's shard.", "namespace", obj.GetNamespace(), "name", obj.GetName())
+}
+
+// ReconcilesEveryKind: handing an object over takes a reconcile, also of
+// a kind with low-level handlers only.
+func (r *Ownership) ReconcilesEveryKind() bool { return true }
+
+// Bound ends every write of the engine to objects with the member's
+// tenure: none starts after another member could have taken its objects
+// over, and each one's context ends then.
+func (r *Ownership) Bound(c client.Client) client.Client {
+	return &leaseBound{Client: c, until: func() time.Time { return r.member.Tenure().WritableUntil() }, clock: r.clock}
+}
+
+// Runnables make a ring member of the replica: the engine, its daemons,
+// its Events and peering run on every replica, the member's Lease is held
+// until the engine and the supervisor have stopped, and the assigner
+// campaigns for its role while the operator is not frozen.
+func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
+	if len(e.Unknown) > 0 {
+		return nil, fmt.Errorf("shard ring %q: %s is selected while running, which sharding does not support yet; register it with For or ForKind", r.name, e.Unknown[0])
+	}
+	s := r.assigner
+	s.Kinds = e.Kinds
+	assigner, err := ring.NewAssigner(e.Config, e.HTTPClient, e.Mapper, s)
+	if err != nil {
+		return nil, fmt.Errorf("assign the objects of the ring %q: %w", r.name, err)
+	}
+	m := &membership{member: r.member, idle: e.Idle, log: r.log}
+	out := []manager.Runnable{m, whileThawed{Runnable: assigner, toggle: e.Toggle}}
+	for _, run := range e.Runnables {
+		if slices.Contains(e.Working, run) {
+			f := newFinishing(run)
+			m.after = append(m.after, f)
+			out = append(out, f)
+		} else {
+			out = append(out, everyReplica{run})
+		}
+	}
+	return out, nil
+}
+
+// Watch logs, every few seconds while objects move, how many entered and
+// left this member's cache, and keeps the metric of its share.
+func (r *Ownership) Watch(ctx context.Context, shares func() map[string]int) error {
+	ticker := r.clock.NewTicker(shardSummaryInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.summarize()
+			return nil
+		case <-ticker.C():
+			r.summarize()
+			for kind, n := range shares() {
+				metrics.ShardObjectsOf(r.name, kind).Set(float64(n))
+			}
+		}
+	}
+}
+
+// summarize logs how many objects entered and left this member's cache
+// since the last summary, if any did: one line per rebalance rather than
+// one per object (those are debug lines).
+func (r *Ownership) summarize() {
+	taken, released := r.taken.Swap(0), r.released.Swap(0)
+	if taken == 0 && released == 0 {
+		return
+	}
+	r.log.Info("The shard of this replica changed.", "ring", r.name, "member", r.member.Name(), "taken", taken, "released", released)
+}
+
+// shardSummaryInterval is how often the objects taken and released are
+// summed up in one log line: a rebalance moves them within seconds.
+const shardSummaryInterval = 5 * time.Second
