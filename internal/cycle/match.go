@@ -30,11 +30,15 @@ type matched struct {
 // are not asked when a handler already needs the finalizer: their answer
 // would change nothing.
 func (r *Reconciler) match(o Object, f facts, t triaged) matched {
+	var old any // a nil map must not become a non-nil interface value
+	if f.OldEssence != nil {
+		old = f.OldEssence
+	}
 	subject := &registry.Subject{
 		Obj:         o.Obj,
 		Labels:      o.Obj.GetLabels(),
 		Annotations: o.Obj.GetAnnotations(),
-		Cause: &causes.Cause{Reason: t.Reason, Body: o.Body, Old: asAny(f.OldEssence), New: f.NewEssence, Diff: f.Diff,
+		Cause: &causes.Cause{Reason: t.Reason, Body: o.Body, Old: old, New: f.NewEssence, Diff: f.Diff,
 			Patch: o.Patch, Memo: o.Mem.Memo(), Indices: r.s.Indices},
 		Initial:        t.Initial,
 		Deleting:       f.Deleting,

@@ -123,11 +123,6 @@ type Object struct {
 	Patch *patch.Patch
 }
 
-// Ref names the object for the supervisor.
-func (o Object) Ref() daemons.Ref {
-	return daemons.Ref{UID: o.Obj.GetUID(), Namespace: o.Obj.GetNamespace(), Name: o.Obj.GetName()}
-}
-
 // Reconciler is controller-runtime's Reconciler of one kind: each
 // reconcile is one cycle of one object.
 type Reconciler struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/rounds"
@@ -53,7 +54,7 @@ func (h *Round) Run(ctx context.Context, in RoundInput) RoundResult {
 	o := in.Object
 	env := rounds.Env{
 		Object: o.Obj, Body: o.Body, Patch: o.Patch, Progress: h.Progress, Clock: h.Clock,
-		Log: o.Log, Defaults: h.Defaults, Ref: o.Ref(), Track: h.Track, Observe: h.Observe, Panicked: h.Panicked,
+		Log: o.Log, Defaults: h.Defaults, Ref: daemons.Ref{UID: o.Obj.GetUID(), Namespace: o.Obj.GetNamespace(), Name: o.Obj.GetName()}, Track: h.Track, Observe: h.Observe, Panicked: h.Panicked,
 		Invalid: func(id string, err error) {
 			raw := ""
 			if v, ok := fields.Resolve(o.Body, fields.Path{"metadata", "annotations"}); ok {

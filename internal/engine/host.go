@@ -22,7 +22,8 @@ import (
 // kindHost is the daemons' host for one kind (daemons.Host): it reads the
 // objects for them, writes their patches, and asks for reconciles.
 type kindHost struct {
-	*kindState
+	// k is the kind whose objects the daemons work on.
+	k *kindState
 	// done closes when the supervisor has stopped (nobody takes the
 	// requests for reconciles then).
 	done <-chan struct{}
@@ -33,12 +34,12 @@ var _ daemons.Host = (*kindHost)(nil)
 // Fetch returns the object as the cache has it now, if it is still the
 // same object (the same uid).
 func (h *kindHost) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, error) {
-	obj := h.objects.New()
-	if err := h.clients.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", h.gvk.Kind, ref, err)
+	obj := h.k.objects.New()
+	if err := h.k.clients.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", h.k.gvk.Kind, ref, err)
 	}
 	if obj.GetUID() != ref.UID {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: h.gvk.Group, Resource: h.gvk.Kind}, ref.Name)
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: h.k.gvk.Group, Resource: h.k.gvk.Kind}, ref.Name)
 	}
 	return obj, nil
 }
@@ -49,7 +50,7 @@ func (h *kindHost) Body(obj causes.Object) (map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%T is not a Kubernetes object", obj)
 	}
-	return h.objects.Body(o)
+	return h.k.objects.Body(o)
 }
 
 // Apply writes a daemon's or timer's patch (or an on-event handler's) as
@@ -63,15 +64,15 @@ func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) e
 	obj, err := h.target(ctx, ref)
 	read := obj.GetResourceVersion()
 	if err == nil {
-		_, err = h.writer.Write(ctx, logr.Discard(), obj, p, write.KeepFinalizer)
+		_, err = h.k.writer.Write(ctx, logr.Discard(), obj, p, write.KeepFinalizer)
 	}
 	if gone, ok := write.AsGone(err); ok {
-		h.daemonLog.V(1).Info("Patching was skipped: the object is gone.", "namespace", ref.Namespace, "name", ref.Name,
+		h.k.daemonLog.V(1).Info("Patching was skipped: the object is gone.", "namespace", ref.Namespace, "name", ref.Name,
 			"uid", ref.UID, "replaced", gone.Replaced)
 		return nil
 	}
 	if v := obj.GetResourceVersion(); err == nil && v != read {
-		h.memories.DaemonWrote(ref.UID, v)
+		h.k.memories.DaemonWrote(ref.UID, v)
 	}
 	return err
 }
@@ -81,33 +82,33 @@ func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) e
 // cache lacks (the operator is frozen and has none, or the object left a
 // ring member's share, or is gone) is read from the API server.
 func (h *kindHost) target(ctx context.Context, ref daemons.Ref) (client.Object, error) {
-	obj := h.objects.New()
-	err := h.clients.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
+	obj := h.k.objects.New()
+	err := h.k.clients.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
 	switch {
 	case err == nil && obj.GetUID() == ref.UID:
 		return obj, nil
 	case err == nil:
 		obj.SetUID(ref.UID)
-		return obj, h.writer.Gone(obj, true)
+		return obj, h.k.writer.Gone(obj, true)
 	case !errors.Is(err, clients.ErrFrozen) && !apierrors.IsNotFound(err):
-		return obj, fmt.Errorf("read %s %s: %w", h.gvk.Kind, ref, err)
+		return obj, fmt.Errorf("read %s %s: %w", h.k.gvk.Kind, ref, err)
 	}
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
 	obj.SetUID(ref.UID)
-	return obj, h.writer.Refresh(ctx, obj)
+	return obj, h.k.writer.Refresh(ctx, obj)
 }
 
 // Enqueue asks for a reconcile of the object.
 // Label is the kind as the metrics name it.
-func (h *kindHost) Label() string { return h.kindLabel }
+func (h *kindHost) Label() string { return h.k.kindLabel }
 
 func (h *kindHost) Enqueue(ref daemons.Ref) {
-	obj := h.objects.New()
+	obj := h.k.objects.New()
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
 	select {
-	case h.events <- event.GenericEvent{Object: obj}:
+	case h.k.events <- event.GenericEvent{Object: obj}:
 	case <-h.done:
 	}
 }

@@ -65,7 +65,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 	k := &kindState{kind: objs.Registered, gvk: objs.GVK, objects: objs, kindLabel: label, clients: cs,
 		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout), memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
-	k.host = &kindHost{kindState: k, done: sup.Done()}
+	k.host = &kindHost{k: k, done: sup.Done()}
 	invocations := metrics.InvokedOf(label)
 	round := &cycle.Round{Kind: objs.Registered, Progress: s.Progress, Clock: s.Clock, Defaults: s.defaults(),
 		Context: k.handlerContext, Track: sup.Track, Observe: invocations,
@@ -104,7 +104,3 @@ func (r *kindState) forgetObjects(keep func(key types.NamespacedName) bool) {
 		}
 	}
 }
-
-// daemonSync keeps the kind's daemons and timers in line with an object
-// (spawning.go).
-type daemonSync struct{ *kindState }

@@ -237,7 +237,7 @@ func TestExecuteKeepsTheErrorTypes(t *testing.T) {
 }
 
 // TestRetriesCountAttempts runs a handler that always fails until it is
-// final, as the reactor would across cycles: "Retries: 3" is three calls.
+// final, as the cycle would across cycles: "Retries: 3" is three calls.
 func TestRetriesCountAttempts(t *testing.T) {
 	tests := []struct {
 		name    string

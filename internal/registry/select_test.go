@@ -50,7 +50,7 @@ func ids(hs []*ChangeHandler) []string {
 	return out
 }
 
-// subject detects the cause as the reactor does and wraps it for matching.
+// subject detects the cause as the cycle does and wraps it for matching.
 func subject(in causes.Input, old, new m, objLabels map[string]string) *Subject {
 	reason, initial := causes.Detect(in)
 	return &Subject{

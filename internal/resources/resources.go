@@ -278,16 +278,17 @@ func (w *Watch) watchCRDs(ctx context.Context, kick func(), listed chan<- struct
 }
 
 // RunListed runs the cache until ctx is done, and calls onListed once the
-// handler of the registration has seen the first listing. The goroutine
-// that waits for it ends before runListed returns: a watch stopped early
-// leaves nothing behind.
+// handler of the registration has seen the first listing (at once: not
+// at the next 100 ms poll, which the engine's start would wait for). The
+// goroutine that waits for it ends before RunListed returns: a watch
+// stopped early leaves nothing behind.
 func RunListed(ctx context.Context, c cache.Cache, registration toolscache.ResourceEventHandlerRegistration, onListed func(ctx context.Context)) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	running, stop := context.WithCancel(ctx)
 	defer stop()
 	wg.Go(func() {
-		if toolscache.WaitForCacheSync(running.Done(), registration.HasSynced) {
+		if toolscache.WaitFor(running, "", registration.HasSyncedChecker()) {
 			onListed(running)
 		}
 	})

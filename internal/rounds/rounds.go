@@ -7,7 +7,7 @@
 //
 // A round works on the object's body and the cycle's patch; it writes
 // nothing to the API server and knows nothing of controller-runtime. The
-// engine (internal/reactor) gives it what it needs in an Env, calls Run
+// cycle (internal/cycle) gives it what it needs in an Env, calls Run
 // once per cycle, and takes its Result.
 package rounds
 

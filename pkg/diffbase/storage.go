@@ -142,9 +142,11 @@ func decode(text string) (map[string]any, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("empty value")
 	}
-	var v any
-	if err := json.Unmarshal([]byte(text), &v); err != nil {
-		return nil, err
+	v, ok := parsePlain(text)
+	if !ok {
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			return nil, err
+		}
 	}
 	if v == nil {
 		return nil, nil

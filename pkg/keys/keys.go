@@ -7,6 +7,7 @@ package keys
 import (
 	"encoding/base64"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/blake2b"
@@ -54,8 +55,32 @@ func (c Convention) PrefixTooLong() bool { return len(c.Prefix) > maxKeyLength-m
 // Keys returns the annotation keys for a storage key, the V2 key first, then
 // the V1 key when it differs. The body, when given, marks keys on objects
 // whose annotations Kubernetes overwrites from their owners (see MarkKey).
+//
+// Every cycle asks for the keys of every handler, and their forming (safe
+// characters, hashes) is the same each time: the keys are formed once per
+// prefix and key and kept (up to formedLimit of them). The slice returned
+// is shared: callers read it and never change it.
 func (c Convention) Keys(key string, body map[string]any) []string {
 	key = MarkKey(key, body)
+	id := formedID{prefix: c.Prefix, v1: c.V1, key: key}
+	formed.mu.RLock()
+	out, ok := formed.keys[id]
+	formed.mu.RUnlock()
+	if ok {
+		return out
+	}
+	out = c.form(key)
+	formed.mu.Lock()
+	if len(formed.keys) < formedLimit {
+		formed.keys[id] = out
+	}
+	formed.mu.Unlock()
+	return out
+}
+
+// form forms the keys of Keys, without the cache. Its slice is full
+// (length = capacity), so that an append by a caller copies it.
+func (c Convention) form(key string) []string {
 	v2 := c.V2Key(key)
 	if !c.V1 {
 		return []string{v2}
@@ -65,6 +90,24 @@ func (c Convention) Keys(key string, body map[string]any) []string {
 	}
 	return []string{v2}
 }
+
+// formedLimit bounds the formed keys kept: handler ids are few, but
+// sub-handlers' ids may be made up per object, and those past the limit
+// are formed on every call instead.
+const formedLimit = 4096
+
+// formedID is what the keys of Keys depend on.
+type formedID struct {
+	prefix string
+	v1     bool
+	key    string
+}
+
+// formed are the keys formed so far, shared by every Convention.
+var formed = struct {
+	mu   sync.RWMutex
+	keys map[formedID][]string
+}{keys: map[formedID][]string{}}
 
 // V1Key is the legacy key: the whole "prefix/name" fits in 63 characters,
 // and a too long safe name is cut and suffixed with the hash of the safe name.
@@ -123,9 +166,14 @@ func (c Convention) StoreMarker(body map[string]any, p *patch.Patch) {
 }
 
 // SafeKey replaces the characters that annotation names cannot hold.
-func SafeKey(key string) string {
-	return strings.NewReplacer("/", ".", "<", "_", ">", "_").Replace(key)
-}
+func SafeKey(key string) string { return safeChars.Replace(key) }
+
+// safeChars and safeBase64 are built once: a Replacer builds its tables
+// on its first use, and is safe for concurrent use.
+var (
+	safeChars  = strings.NewReplacer("/", ".", "<", "_", ">", "_")
+	safeBase64 = strings.NewReplacer("+", "-", "/", ".")
+)
 
 // Suffix is "-" plus the base64 (alphabet ending in "-" and ".") of the
 // 4-byte blake2b digest of the key, with trailing "=", "-" and "." stripped.
@@ -136,7 +184,7 @@ func Suffix(key string) string {
 	}
 	h.Write([]byte(key))
 	enc := base64.StdEncoding.EncodeToString(h.Sum(nil))
-	enc = strings.NewReplacer("+", "-", "/", ".").Replace(enc)
+	enc = safeBase64.Replace(enc)
 	return strings.TrimRight("-"+enc, "=-.")
 }
 

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,4 +122,84 @@ func TestPrefixTooLong(t *testing.T) {
 	if !(Convention{Prefix: strings.Repeat("x", 190)}).PrefixTooLong() {
 		t.Error("a 190-character prefix must be reported as too long")
 	}
+}
+
+// The cached keys are the keys formed anew, for every convention, plain,
+// hashed and marked keys alike, on the first call and on later ones.
+func TestKeysCachedEqualFormed(t *testing.T) {
+	conventions := []Convention{
+		{Prefix: DefaultPrefix, V1: true}, {Prefix: DefaultPrefix}, {Prefix: example, V1: true}, {Prefix: example}, {},
+	}
+	ids := []string{"create_fn", "create_fn/spec.field", "main.<locals>.fn", "ключ/значение",
+		strings.Repeat("x", 40), strings.Repeat("x", 64), strings.Repeat("fn", 323)}
+	owned := map[string]any{"kind": "ReplicaSet", "metadata": map[string]any{"ownerReferences": []any{map[string]any{"kind": "Deployment"}}}}
+	for _, c := range conventions {
+		for _, id := range ids {
+			for _, body := range []map[string]any{nil, owned} {
+				want := c.form(MarkKey(id, body))
+				for call := range 2 {
+					got := c.Keys(id, body)
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("%+v, %.20q, call %d: Keys() -formed +cached:\n%s", c, id, call, diff)
+					}
+					if len(got) != cap(got) {
+						t.Errorf("%+v, %.20q: the shared slice has room to append in place (len %d, cap %d)", c, id, len(got), cap(got))
+					}
+				}
+			}
+		}
+	}
+	// Two prefixes' keys of one id are kept apart, and so are V1 and not.
+	if a, b := (Convention{Prefix: "a.example.com"}).Keys("fn", nil), (Convention{Prefix: "b.example.com"}).Keys("fn", nil); a[0] == b[0] {
+		t.Errorf("two prefixes share a key: %q", a[0])
+	}
+	long := strings.Repeat("x", 64)
+	if with, without := (Convention{Prefix: example, V1: true}).Keys(long, nil), (Convention{Prefix: example}).Keys(long, nil); len(with) != 2 || len(without) != 1 {
+		t.Errorf("V1 keys: %q with, %q without", with, without)
+	}
+}
+
+// Past the limit, keys are formed on every call and none is kept.
+func TestKeysPastTheLimit(t *testing.T) {
+	formed.mu.Lock()
+	saved := formed.keys
+	full := make(map[formedID][]string, formedLimit)
+	for i := range formedLimit {
+		full[formedID{prefix: "filler", key: strconv.Itoa(i)}] = nil
+	}
+	formed.keys = full
+	formed.mu.Unlock()
+	t.Cleanup(func() {
+		formed.mu.Lock()
+		formed.keys = saved
+		formed.mu.Unlock()
+	})
+	c := Convention{Prefix: example, V1: true}
+	key := strings.Repeat("z", 40)
+	for range 2 {
+		if diff := cmp.Diff([]string{c.V2Key(key), c.V1Key(key)}, c.Keys(key, nil)); diff != "" {
+			t.Errorf("Keys() past the limit -want +got:\n%s", diff)
+		}
+	}
+	formed.mu.RLock()
+	defer formed.mu.RUnlock()
+	if len(formed.keys) != formedLimit {
+		t.Errorf("%d keys kept, want the limit, %d", len(formed.keys), formedLimit)
+	}
+}
+
+// BenchmarkKeys is a handler's keys as every cycle asks for them: kept,
+// and formed anew.
+func BenchmarkKeys(b *testing.B) {
+	c := Convention{Prefix: DefaultPrefix, V1: true}
+	b.Run("kept", func(b *testing.B) {
+		for b.Loop() {
+			_ = c.Keys("create_fn", nil)
+		}
+	})
+	b.Run("formed", func(b *testing.B) {
+		for b.Loop() {
+			_ = c.form("create_fn")
+		}
+	})
 }

@@ -99,10 +99,17 @@ type Status struct {
 // (fields.Parse("status.my-operator.progress")).
 func NewStatus() *Status { return &Status{Field: fields.Path{"status", "kopf", "progress"}} }
 
-// Fetch reads status.<field>.<id>.
+// Fetch reads status.<field>.<id>. (The field first, then the id in it:
+// every cycle asks for every handler's record, and forming the whole path
+// for each would cost an allocation.)
 func (s *Status) Fetch(body map[string]any, id string) (*Record, error) {
-	raw, ok := fields.Resolve(body, s.path(id))
-	if !ok || raw == nil {
+	records, ok := fields.Resolve(body, s.Field)
+	if !ok {
+		return nil, nil
+	}
+	m, _ := records.(map[string]any)
+	raw := m[id]
+	if raw == nil {
 		return nil, nil
 	}
 	encoded, err := json.Marshal(raw)

@@ -266,6 +266,9 @@ func TestStatusFetch(t *testing.T) {
 		}}}}}, &Record{Started: ts("2020-01-01T00:00:00Z"), Retries: 3, Success: true, Message: str("ok")}, false},
 		{"another handler's record only", m{"status": m{"kopf": m{"progress": m{"other": m{"retries": 1}}}}}, nil, false},
 		{"not a map", m{"status": m{"kopf": m{"progress": m{"fn": "garbage"}}}}, nil, true},
+		{"the field is not a map", m{"status": m{"kopf": m{"progress": "garbage"}}}, nil, false},
+		{"the field is null", m{"status": m{"kopf": m{"progress": nil}}}, nil, false},
+		{"a parent is not a map", m{"status": m{"kopf": "garbage"}}, nil, false},
 		{"wrong type inside", m{"status": m{"kopf": m{"progress": m{"fn": m{"retries": "x"}}}}}, nil, true},
 	}
 	for _, tt := range tests {

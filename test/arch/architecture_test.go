@@ -46,12 +46,12 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 	}
 }
 
-// TestArchitectureTypesAreWhereItSays: each row of the reactor's table,
-// "| `type`, `type` (file.go, file.go) | job |", names types declared in
-// one of the files it names, in internal/reactor.
+// TestArchitectureTypesAreWhereItSays: each row of the engine's tables,
+// "| `type`, `type` (pkg/file.go, pkg/file.go) | job |", names types
+// declared in one of the files it names, under internal/.
 func TestArchitectureTypesAreWhereItSays(t *testing.T) {
 	_, root := moduleRoot(t)
-	declared := declarations(t, filepath.Join(root, "internal", "reactor"))
+	declaredIn := map[string]map[string]string{}
 	rows := 0
 	for _, line := range docLines(t, root) {
 		m := typeRow.FindStringSubmatch(line.text)
@@ -63,31 +63,35 @@ func TestArchitectureTypesAreWhereItSays(t *testing.T) {
 		for i := range files {
 			files[i] = strings.TrimSpace(files[i])
 		}
+		pkg := filepath.Dir(files[0])
+		if declaredIn[pkg] == nil {
+			declaredIn[pkg] = declarations(t, filepath.Join(root, "internal", pkg))
+		}
 		for _, name := range backticked.FindAllStringSubmatch(m[1], -1) {
-			file, ok := declared[name[1]]
+			file, ok := declaredIn[pkg][name[1]]
 			switch {
 			case !ok:
-				t.Errorf("%s:%d: internal/reactor declares no %s", architectureDoc, line.number, name[1])
-			case !slices.Contains(files, file):
-				t.Errorf("%s:%d: %s is declared in %s, not in %s", architectureDoc, line.number, name[1], file, strings.Join(files, ", "))
+				t.Errorf("%s:%d: internal/%s declares no %s", architectureDoc, line.number, pkg, name[1])
+			case !slices.Contains(files, filepath.Join(pkg, file)):
+				t.Errorf("%s:%d: %s is declared in %s, not in %s", architectureDoc, line.number, name[1], filepath.Join(pkg, file), strings.Join(files, ", "))
 			}
 		}
 		for _, f := range files {
-			if _, err := os.Stat(filepath.Join(root, "internal", "reactor", f)); err != nil {
-				t.Errorf("%s:%d: internal/reactor has no file %s", architectureDoc, line.number, f)
+			if _, err := os.Stat(filepath.Join(root, "internal", f)); err != nil {
+				t.Errorf("%s:%d: internal/ has no file %s", architectureDoc, line.number, f)
 			}
 		}
 	}
 	if rows == 0 {
-		t.Fatalf("%s: no rows of the reactor's types found; the table's form changed", architectureDoc)
+		t.Fatalf("%s: no rows of the engine's types found; the tables' form changed", architectureDoc)
 	}
 }
 
 var (
 	// packageLine is a line of the package lists: a path at the start.
 	packageLine = regexp.MustCompile(`^((?:internal|pkg|handlers|cmd)(?:/[a-z0-9/]*)?)\s`)
-	// typeRow is a row of the reactor's table: names, then (files).
-	typeRow    = regexp.MustCompile("^\\| (`[^|]*`) \\(([a-z_]+\\.go(?:, [a-z_]+\\.go)*)\\) \\|")
+	// typeRow is a row of the engine's tables: names, then (files).
+	typeRow    = regexp.MustCompile("^\\| (`[^|]*`) \\(([a-z_/]+\\.go(?:, [a-z_/]+\\.go)*)\\) \\|")
 	backticked = regexp.MustCompile("`([A-Za-z_][A-Za-z0-9_]*)`")
 )
 

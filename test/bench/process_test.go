@@ -27,6 +27,8 @@ type operatorProcess struct {
 	// pid is set for an external operator, which serves no stats: they
 	// are read from /proc.
 	pid int
+	// started is when its process was started.
+	started time.Time
 }
 
 // profiles, if set, is a directory where every operator run leaves its
@@ -73,11 +75,17 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 			args = append(args, "--heapprofile", profile+".heap")
 		}
 	}
-	proc, err := testenv.StartProcess(fixtures.operator, args, []string{"KUBECONFIG=" + fixtures.kubeconfig})
+	binary := fixtures.operator
+	if variant == variantForKindOther {
+		// Another build's quick start (restart_test.go).
+		binary, args[1] = *restartOther, variantForKind
+	}
+	started := time.Now()
+	proc, err := testenv.StartProcess(binary, args, []string{"KUBECONFIG=" + fixtures.kubeconfig})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	op := &operatorProcess{variant: variant, proc: proc, log: log}
+	op := &operatorProcess{variant: variant, proc: proc, log: log, started: started}
 	tb.Cleanup(func() { proc.Kill() })
 	deadline := time.Now().Add(time.Minute)
 	for op.stats == "" {

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/ownership"
@@ -146,10 +147,18 @@ func (b *blocking) Start(ctx context.Context) error {
 }
 
 // stoppingMember runs a membership whose engine stops only when released;
-// it returns the Lease's key and the membership's result.
-func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key client.ObjectKey, cancel func(), engine *blocking, result chan error) {
+// it returns the Lease's key, the membership's result, and a channel that
+// hears of each write of the Lease after the join.
+func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key client.ObjectKey, cancel func(), engine *blocking, result chan error, writes <-chan struct{}) {
 	t.Helper()
-	c = fake.NewClientBuilder().WithScheme(leaseScheme()).Build()
+	written := make(chan struct{}, 1024)
+	c = interceptor.NewClient(fake.NewClientBuilder().WithScheme(leaseScheme()).Build(), interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			err := c.Update(ctx, obj, opts...)
+			written <- struct{}{}
+			return err
+		},
+	})
 	member, err := ring.NewMember(c, ring.Settings{Ring: "main", Namespace: "ops", Identity: "replica-1",
 		Durations: ring.Durations{RenewPeriod: 10 * time.Millisecond, RenewDeadline: time.Second, LeaseDuration: 2 * time.Second}})
 	if err != nil {
@@ -163,7 +172,10 @@ func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key
 	go func() { result <- m.Start(ctx) }()
 	go func() { _ = f.Start(ctx) }()
 	<-member.Joined()
-	return c, client.ObjectKey{Namespace: "ops", Name: member.LeaseName()}, cancel, engine, result
+	for len(written) > 0 {
+		<-written // the join's
+	}
+	return c, client.ObjectKey{Namespace: "ops", Name: member.LeaseName()}, cancel, engine, result, written
 }
 
 // A graceful stop releases the Lease only after the engine has stopped:
@@ -171,9 +183,17 @@ func stoppingMember(t *testing.T, sup *daemons.Supervisor) (c client.Client, key
 func TestMembershipReleasesAfterTheEngine(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	sup := daemons.New(daemons.Settings{})
-	c, key, cancel, engine, result := stoppingMember(t, sup)
+	c, key, cancel, engine, result, writes := stoppingMember(t, sup)
 	cancel()
-	time.Sleep(50 * time.Millisecond) // several renew periods: time enough to leave too early
+	// Two writes of the Lease after the stop: renewals while the engine
+	// stops (a release would be one too, and is caught below).
+	for range 2 {
+		select {
+		case <-writes:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the member wrote its Lease no more after the stop, though the engine was still stopping")
+		}
+	}
 	if lease := (&coordinationv1.Lease{}); c.Get(context.Background(), key, lease) != nil || ring.Released(lease) {
 		t.Fatal("the Lease was given up while the engine was still stopping")
 	}
@@ -195,7 +215,7 @@ func TestMembershipLeavesTheLeaseToExpireIfWorkStillRuns(t *testing.T) {
 	sup := daemons.New(daemons.Settings{})
 	done := sup.Track("a handler that ignores its cancellation")
 	defer done()
-	c, key, cancel, engine, result := stoppingMember(t, sup)
+	c, key, cancel, engine, result, _ := stoppingMember(t, sup)
 	cancel()
 	close(engine.release)
 	if err := <-result; err != nil {
