@@ -11,19 +11,20 @@ import (
 	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/execution"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/cause"
 )
-
-// Activity is what an operator-wide handler learns: its retry count and
-// timing, the operator's memo and the indices. Operator-wide handlers take
-// the limits as options (Retries, Backoff, Timeout, Errors).
-type Activity = causes.Activity
 
 // OnStartup registers a handler that runs when the operator starts, before
 // any object is watched, retried until it succeeds (errors are temporary
 // by default, as for change handlers). If one fails for good, the operator
 // stops without handling anything. Startup handlers may fill the
 // operator's memo, which every object's memo starts from.
-func OnStartup(r *Registry, id string, fn func(ctx context.Context, a *Activity) error, opts ...LimitOption) {
+//
+// Operator-wide handlers (startup, cleanup, login, probe) get a
+// cause.Activity: their retry count and timing, the operator's memo and
+// the indices. They take the limits as options (Retries, Backoff, Timeout,
+// Errors).
+func OnStartup(r *Registry, id string, fn func(ctx context.Context, a *cause.Activity) error, opts ...LimitOption) {
 	addActivity(r, id, registry.ActivityStartup, func(ctx context.Context, a *causes.Activity) (any, error) {
 		return nil, fn(ctx, a)
 	}, opts)
@@ -31,7 +32,7 @@ func OnStartup(r *Registry, id string, fn func(ctx context.Context, a *Activity)
 
 // OnCleanup registers a handler that runs when the operator stops, after
 // its handlers and daemons have stopped.
-func OnCleanup(r *Registry, id string, fn func(ctx context.Context, a *Activity) error, opts ...LimitOption) {
+func OnCleanup(r *Registry, id string, fn func(ctx context.Context, a *cause.Activity) error, opts ...LimitOption) {
 	addActivity(r, id, registry.ActivityCleanup, func(ctx context.Context, a *causes.Activity) (any, error) {
 		return nil, fn(ctx, a)
 	}, opts)
@@ -43,7 +44,7 @@ func OnCleanup(r *Registry, id string, fn func(ctx context.Context, a *Activity)
 // wins. Without login handlers, the runner uses --kubeconfig, then
 // $KUBECONFIG, ~/.kube/config and the in-cluster configuration. Operators
 // embedded in a manager use the manager's connection.
-func OnLogin(r *Registry, id string, fn func(ctx context.Context, a *Activity) (*rest.Config, error), opts ...LimitOption) {
+func OnLogin(r *Registry, id string, fn func(ctx context.Context, a *cause.Activity) (*rest.Config, error), opts ...LimitOption) {
 	addActivity(r, id, registry.ActivityLogin, func(ctx context.Context, a *causes.Activity) (any, error) {
 		cfg, err := fn(ctx, a)
 		if err == nil && cfg == nil {
@@ -57,7 +58,7 @@ func OnLogin(r *Registry, id string, fn func(ctx context.Context, a *Activity) (
 // the runner's --liveness endpoint serves ({"id": result}), and its error
 // fails the manager's liveness check (/healthz/kopf-peering). Probes run at
 // most every ten seconds; in between, the last results are served.
-func OnProbe(r *Registry, id string, fn func(ctx context.Context, a *Activity) (any, error), opts ...LimitOption) {
+func OnProbe(r *Registry, id string, fn func(ctx context.Context, a *cause.Activity) (any, error), opts ...LimitOption) {
 	addActivity(r, id, registry.ActivityProbe, fn, opts)
 }
 

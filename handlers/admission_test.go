@@ -25,21 +25,24 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/internal/admission"
+	engine "github.com/kopf-go/kopf/internal/admission"
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
-func noop[T any](context.Context, T, *AdmissionRequest) error { return nil }
+func noop[T any](context.Context, T, *admission.Request) error { return nil }
 
 func TestWebhookRegistration(t *testing.T) {
 	reg := NewRegistry()
 	kex := ForKind(reg, "kopf.dev", "v1", "KopfExample")
 	OnValidate(kex, "validate1", noop[*unstructured.Unstructured])
-	OnValidate(kex, "validate2", noop[*unstructured.Unstructured], Field("spec.field"), Value(Equals("not-allowed")),
-		Labels{"somelabel": Present}, Annotations{"note": Absent}, Operations(OperationCreate, OperationUpdate),
+	OnValidate(kex, "validate2", noop[*unstructured.Unstructured], Field("spec.field"), Value(filter.Equals("not-allowed")),
+		Labels{"somelabel": filter.Present}, Annotations{"note": filter.Absent}, Operations(admission.Create, admission.Update),
 		Subresource("*"), Persistent(), SideEffects(), IgnoreFailures())
-	OnMutate(kex, "mutate1", noop[*unstructured.Unstructured], Labels{"somelabel": Equals("somevalue")},
-		Operations(OperationDelete), When(func(*unstructured.Unstructured, *Cause) bool { return true }),
-		WhenRequest(func(*unstructured.Unstructured, *AdmissionRequest) bool { return true }))
+	OnMutate(kex, "mutate1", noop[*unstructured.Unstructured], Labels{"somelabel": filter.Equals("somevalue")},
+		Operations(admission.Delete), When(func(*unstructured.Unstructured, *cause.Change) bool { return true }),
+		WhenRequest(func(*unstructured.Unstructured, *admission.Request) bool { return true }))
 	// The same kind again: the handlers join it.
 	OnMutate(ForKind(reg, "kopf.dev", "v1", "KopfExample"), "mutate2", noop[*unstructured.Unstructured])
 
@@ -162,14 +165,14 @@ func TestSetupWebhooksServesByID(t *testing.T) {
 	reg := NewRegistry()
 	cms := For[*corev1.ConfigMap](reg)
 	var gotData map[string]string
-	OnValidate(cms, "check_data", func(_ context.Context, cm *corev1.ConfigMap, r *AdmissionRequest) error {
+	OnValidate(cms, "check_data", func(_ context.Context, cm *corev1.ConfigMap, r *admission.Request) error {
 		gotData = cm.Data
 		if cm.Data["forbidden"] != "" {
-			return AdmissionError{Message: "forbidden data", Code: 422}
+			return admission.Error{Message: "forbidden data", Code: 422}
 		}
 		return nil
 	})
-	OnMutate(cms, "label", func(_ context.Context, _ *corev1.ConfigMap, r *AdmissionRequest) error {
+	OnMutate(cms, "label", func(_ context.Context, _ *corev1.ConfigMap, r *admission.Request) error {
 		r.Patch.SetLabel("kopf.dev/mutated", "yes")
 		return nil
 	})
@@ -230,11 +233,11 @@ func TestSetupWebhooksServesByID(t *testing.T) {
 		t.Errorf("response = %+v, want an admission without a patch (the mutator is not at this id)", allowed)
 	}
 	mutated := send("/kopf/label", review(nil))
-	var ops []admission.Op
+	var ops []engine.Op
 	if err := json.Unmarshal(mutated.Patch, &ops); err != nil {
 		t.Fatal(err)
 	}
-	wantOps := []admission.Op{{Op: "add", Path: "/metadata/labels", Value: map[string]any{"kopf.dev/mutated": "yes"}}}
+	wantOps := []engine.Op{{Op: "add", Path: "/metadata/labels", Value: map[string]any{"kopf.dev/mutated": "yes"}}}
 	if diff := cmp.Diff(wantOps, ops, cmpopts.EquateEmpty()); !mutated.Allowed || diff != "" {
 		t.Errorf("allowed %v, patch -want +got:\n%s", mutated.Allowed, diff)
 	}

@@ -7,51 +7,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
-// Cause is what a change handler learns beside its object (Kopf's
-// kwargs). Its fields:
-//
-//	Reason     Reason            create, update, delete or resume
-//	HandlerID  string            the id of the handler being called
-//	Param      any               the value it was registered with (Param)
-//	Body       map[string]any    the whole object as a map; read-only
-//	Old, New   any               the last handled and the current essence (for a
-//	                             handler of a field, that field's values); nil if absent
-//	Diff       Diff              the changes from Old to New: Op, Field, Old, New
-//	Retry      int               earlier attempts of this handler for this cause
-//	Started    time.Time         when the first attempt began
-//	Runtime    time.Duration     since then
-//	Patch      *Patch            changes to the object, written after the handler
-//	Memo       *Memo             the object's memo, shared with its daemons
-//	Indices    *Indices          the operator's indices, by index id
-//
-// pkg/handlertest builds causes for unit tests.
-type Cause = causes.Cause
-
-// Diff lists the changes between two states of an object, as Kopf's
-// diff: each Item has an Op ("add", "change", "remove"), a Field path, and
-// the Old and New values. String renders it as Kopf logs it.
-type Diff = diff.Diff
-
-// Reason is why a handler runs.
-type Reason = causes.Reason
-
-// The reasons change handlers see.
-const (
-	ReasonCreate Reason = causes.Create
-	ReasonUpdate Reason = causes.Update
-	ReasonDelete Reason = causes.Delete
-	ReasonResume Reason = causes.Resume
-)
-
-// ChangeFunc is a change handler. A non-nil result lands in status.<id>: a
-// map is merged into what is there, anything else replaces it. The logger
-// is in ctx (logr.FromContextOrDiscard).
-type ChangeFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any, error)
+// ChangeFunc is a change handler: it gets its object and the cause of the
+// call (cause.Change: the reason, the diff, the patch, the memo; see
+// pkg/cause). A non-nil result lands in status.<id>: a map is merged into
+// what is there, anything else replaces it. The logger is in ctx
+// (logr.FromContextOrDiscard). pkg/handlertest builds causes for unit
+// tests.
+type ChangeFunc[T client.Object] func(ctx context.Context, obj T, c *cause.Change) (any, error)
 
 // OnCreate registers a handler for objects seen for the first time (no last
 // handled state on them), including those created while the operator was
@@ -129,15 +96,16 @@ func (res *Resource[T]) addChange(h *registry.ChangeHandler) {
 // of a parent's sub-handlers are finished, the parent is called again on
 // every cycle, so it must register them the same way each time. Options
 // are those of OnUpdate (filters, limits, Field with ValueBefore and
-// ValueAfter). It fails outside a change handler.
-func Subhandler[T client.Object](c *Cause, id string, fn ChangeFunc[T], opts ...UpdateOption) error {
+// ValueAfter). ctx is the parent's (it carries the parent's call, as
+// Kopf's context variable does); it fails outside a change handler.
+func Subhandler[T client.Object](ctx context.Context, id string, fn ChangeFunc[T], opts ...UpdateOption) error {
 	h := newChangeHandler(id, fn, "")
 	applyAll(target{handler: &h.Handler, filters: &h.Filters, change: h}, opts)
 	if len(h.Field) > 0 {
 		h.ID = registry.FieldID(h.ID, h.Field)
 		h.FieldNeedsChange = true
 	}
-	if !causes.AddSubhandler(c, h) {
+	if !causes.AddSubhandler(ctx, h) {
 		return fmt.Errorf("register the sub-handler %q: sub-handlers can be registered only while a change handler runs", id)
 	}
 	return nil

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -10,52 +9,18 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
-// DaemonCause is what a daemon or timer learns beside its object. Its
-// fields:
-//
-//	HandlerID  string          the daemon's or timer's id
-//	Param      any             the value it was registered with (Param)
-//	Retry      int             earlier failed attempts (a timer's: since its last success)
-//	Started    time.Time       when the first of them began
-//	Runtime    time.Duration   since then
-//	Patch      *Patch          changes to the object, written when the call returns
-//	Memo       *Memo           the object's memo, shared with its change handlers
-//	Indices    *Indices        the operator's indices
-//
-// and its methods:
-//
-//	Body() map[string]any                          the object when the call began
-//	Stopped() <-chan struct{}                      closed when asked to stop
-//	StopReason() StopReason                        why; zero while not stopping
-//	Sleep(ctx, d) bool                             false as soon as asked to stop
-//	Latest(ctx) (object, error)                    the object as the cache has it now (see Latest)
-//
-// pkg/handlertest makes one for unit tests (NewDaemon), with a stop the
-// test controls.
-type DaemonCause = daemons.DaemonCause
-
-// DaemonFunc is a daemon or a timer. A non-nil result lands in status.<id>
-// after each call, with the patch. The ctx is cancelled when the daemon
-// must stop; context.Cause(ctx) is a StopReason saying why.
-type DaemonFunc[T client.Object] func(ctx context.Context, obj T, d *DaemonCause) (any, error)
-
-// StopReason says why a daemon or timer stops; errors.Is(context.Cause(ctx),
-// handlers.StopResourceDeleted) tells one reason.
-type StopReason = daemons.StopReason
-
-// The stop reasons, with Kopf's names (DaemonStoppingReason).
-const (
-	StopDone            StopReason = daemons.StopDone
-	StopFiltersMismatch StopReason = daemons.StopFiltersMismatch
-	StopResourceDeleted StopReason = daemons.StopResourceDeleted
-	StopOperatorPausing StopReason = daemons.StopOperatorPausing
-	StopOperatorExiting StopReason = daemons.StopOperatorExiting
-	StopSignalled       StopReason = daemons.StopSignalled
-	StopCancelled       StopReason = daemons.StopCancelled
-	StopAbandoned       StopReason = daemons.StopAbandoned
-)
+// DaemonFunc is a daemon or a timer: it gets its object and its cause
+// (cause.Daemon: its retries, patch and memo, and Stopped, Sleep and
+// Latest to follow the object while it runs; see pkg/cause). A non-nil
+// result lands in status.<id> after each call, with the patch. The ctx is
+// cancelled when the daemon must stop; context.Cause(ctx) is a
+// cause.StopReason saying why (errors.Is(context.Cause(ctx),
+// cause.StopResourceDeleted) tells one reason). pkg/handlertest makes
+// causes for unit tests (NewDaemon), with a stop the test controls.
+type DaemonFunc[T client.Object] func(ctx context.Context, obj T, d *cause.Daemon) (any, error)
 
 // Daemon registers a function that runs for as long as an object exists
 // and matches the filters: one goroutine per object, started when the
@@ -80,25 +45,10 @@ func Timer[T client.Object](res *Resource[T], id string, fn DaemonFunc[T], opts 
 	res.addSpawning(h)
 }
 
-// Latest returns a fresh copy of the daemon's object as the cache has it
-// now, typed.
-func Latest[T client.Object](ctx context.Context, d *DaemonCause) (T, error) {
-	var zero T
-	obj, err := d.Latest(ctx)
-	if err != nil {
-		return zero, err
-	}
-	typed, ok := obj.(T)
-	if !ok {
-		return zero, fmt.Errorf("the object is a %T, not a %T", obj, zero)
-	}
-	return typed, nil
-}
-
 func newSpawnHandler[T client.Object](id, title string, kind daemons.Kind, fn DaemonFunc[T]) *registry.SpawnHandler {
 	h := &registry.SpawnHandler{}
 	h.ID, h.Title, h.Kind = id, title, kind
-	h.Fn = func(ctx context.Context, obj causes.Object, d *DaemonCause) (any, error) {
+	h.Fn = func(ctx context.Context, obj causes.Object, d *cause.Daemon) (any, error) {
 		return fn(ctx, obj.(T), d)
 	}
 	return h
@@ -156,7 +106,7 @@ func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) InitialDela
 }
 
 // CancellationBackoff gives a stopping daemon this long to exit on its own
-// (DaemonCause.Stopped is closed) before its context is cancelled. Without
+// (cause.Daemon.Stopped is closed) before its context is cancelled. Without
 // it, the context is cancelled at once.
 func CancellationBackoff(d time.Duration) DaemonOption {
 	return daemonOption(func(h *registry.SpawnHandler) { h.CancellationBackoff = d })

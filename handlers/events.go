@@ -3,6 +3,9 @@ package handlers
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -13,7 +16,15 @@ import (
 // handlers.PostInfo(ctx, handlers.Objects{parent, child}, "Linked", "...").
 // A list object (a *corev1.PodList, an *unstructured.UnstructuredList)
 // works too.
-type Objects = posting.Objects
+type Objects []client.Object
+
+// GetObjectKind is empty: Objects is no Kubernetes kind. (Objects is a
+// runtime.Object only so that it can be passed where one object or a list
+// is.)
+func (Objects) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies every object.
+func (o Objects) DeepCopyObject() runtime.Object { return posting.Objects(o).DeepCopyObject() }
 
 // PostEvent posts a Kubernetes Event of any type about objs: one object, a
 // list, or Objects (Kopf's kopf.event). Every function that posts an
@@ -22,7 +33,7 @@ type Objects = posting.Objects
 // so the handler does not wait for the API server; failures are logged,
 // never returned, as in Kopf.
 //
-// The gates of the posting settings (posting.Settings) apply alike to
+// The gates of the posting settings (Options.Posting, events.Settings) apply alike to
 // PostEvent, PostInfo, PostWarning and PostException: nothing is posted when posting is
 // disabled, nor when the level of the type (Debug; Normal or any custom
 // type; Warning; Error) is below the configured level.
@@ -54,6 +65,9 @@ func PostException(ctx context.Context, objs runtime.Object, reason, message str
 // post hands the Event to the poster of ctx. Its own log lines are never
 // posted, so that a failing Event cannot make another one.
 func post(ctx context.Context, objs runtime.Object, eventType, reason, message string) {
+	if o, ok := objs.(Objects); ok {
+		objs = posting.Objects(o)
+	}
 	log := posting.Local(logr.FromContextOrDiscard(ctx))
 	p := posting.FromContext(ctx)
 	if p == nil {
@@ -66,26 +80,7 @@ func post(ctx context.Context, objs runtime.Object, eventType, reason, message s
 	}
 }
 
-// PostingSettings are the gates of Events (Kopf's settings.posting):
-// Disabled, Level, and Loggers (log lines of handlers posted as Events);
-// and who posts them, ReportingComponent ("kopf") and ReportingInstance
-// ("dev"). Options.Posting takes them; the zero value is Kopf's defaults.
-type PostingSettings = posting.Settings
-
-// PostingLevel is the least level of the Events that are posted.
-type PostingLevel = posting.Level
-
-// The levels of PostingSettings.Level, as Kopf's logging levels.
-const (
-	PostingLevelDebug   PostingLevel = posting.LevelDebug
-	PostingLevelInfo    PostingLevel = posting.LevelInfo
-	PostingLevelWarning PostingLevel = posting.LevelWarning
-	PostingLevelError   PostingLevel = posting.LevelError
-)
-
-// LocalKey, with the value true in a log line's values, keeps the line out
-// of Events when PostingSettings.Loggers is on (Kopf's k8s_skip).
-const LocalKey = posting.LocalKey
-
-// LocalLogger returns the logger whose lines are never posted as Events.
+// LocalLogger returns the logger whose lines are never posted as Events
+// (its lines carry events.LocalKey, Kopf's k8s_skip), when
+// Options.Posting.Loggers posts the others.
 func LocalLogger(log logr.Logger) logr.Logger { return posting.Local(log) }

@@ -6,28 +6,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
-// RawEvent is what an on-event handler learns beside the object: the watch
-// event's type (EventListed, EventAdded, EventModified, EventDeleted), a
-// patch, the object's memo and the indices.
-type RawEvent = causes.Event
-
-// The watch event types. The listing (at start, and after a freeze) has no
-// type, as in Kopf.
-const (
-	EventListed   = causes.EventListed
-	EventAdded    = causes.EventAdded
-	EventModified = causes.EventModified
-	EventDeleted  = causes.EventDeleted
-)
-
-// EventFunc is an on-event handler. A non-nil result lands in status.<id>,
-// as in Kopf.
-type EventFunc[T client.Object] func(ctx context.Context, obj T, e *RawEvent) (any, error)
+// EventFunc is an on-event handler: it gets its object and the raw watch
+// event (cause.Event: its type, cause.EventListed, EventAdded,
+// EventModified or EventDeleted, a patch, the memo and the indices). A
+// non-nil result lands in status.<id>, as in Kopf.
+type EventFunc[T client.Object] func(ctx context.Context, obj T, e *cause.Event) (any, error)
 
 // OnEvent registers a handler for every raw watch event of matching
 // objects: the listing, additions, modifications and deletions, in order.
@@ -51,11 +38,12 @@ func OnEvent[T client.Object](res *Resource[T], id string, fn EventFunc[T], opts
 // the index. A map adds its key-value pairs (use arrays or structs as keys
 // where Kopf uses tuples); nil leaves the object's values as they are; any
 // other value is stored under the key nil.
-type IndexFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any, error)
+type IndexFunc[T client.Object] func(ctx context.Context, obj T, c *cause.Change) (any, error)
 
 // Index registers an index: an in-memory map from keys to the values of
 // the matching objects, kept up to date with every event, and readable by
-// every handler (Cause.Indices, DaemonCause.Indices) by the id. At the
+// every handler (cause.Change.Indices, cause.Daemon.Indices: an
+// indexing.Indices) by the id. At the
 // start (and after a freeze), handlers wait until all objects of the
 // indexed kinds are indexed. Errors are ignored by default (the object's
 // values stay); a permanent failure takes the object out of the index
@@ -69,16 +57,3 @@ func Index[T client.Object](res *Resource[T], id string, fn IndexFunc[T], opts .
 	applyAll(target{handler: &h.Handler, filters: &h.Filters}, opts)
 	res.reg.reg.AddIndex(res.res.kind, h)
 }
-
-// Memo is Kopf's memo: the operator's own values, kept between handler
-// calls and safe for concurrent use, per object (Cause.Memo,
-// DaemonCause.Memo, RawEvent.Memo) or for the whole operator
-// (Options.Memo, Activity.Memo). The engine only copies it (each object's
-// memo starts as a shallow copy of the operator's) and never reads it.
-type Memo = memo.Memo
-
-// Indices are the operator's indices by id; IndexData is one index.
-type (
-	Indices   = indexing.Indices
-	IndexData = indexing.Index
-)

@@ -8,8 +8,11 @@ import (
 	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/failure"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // option is what every option is: apply sets the option's part of the
@@ -20,7 +23,7 @@ import (
 // options that apply to several functions (FilterOption, LimitOption,
 // InitialDelayOption) embed those functions' interfaces. A new
 // registration function declares its interface, adds it to the classes
-// that apply to it, and its method to their types (filter, Labels and
+// that apply to it, and its method to their types (filterOption, Labels and
 // Annotations; limit); every other option type stays as it is, and the
 // compiler rejects it for the new function.
 type option interface{ apply(*target) }
@@ -124,23 +127,23 @@ type (
 	}
 )
 
-// filter is Field, Value and When: an option of every handler of a
+// filterOption is Field, Value and When: an option of every handler of a
 // resource, webhooks included.
-type filter func(*registry.Filters)
+type filterOption func(*registry.Filters)
 
-func (o filter) apply(t *target) { o(t.filters) }
-func (filter) event()            {}
-func (filter) create()           {}
-func (filter) update()           {}
-func (filter) delete()           {}
-func (filter) resume()           {}
-func (filter) index()            {}
-func (filter) daemon()           {}
-func (filter) timer()            {}
-func (filter) webhook()          {}
+func (o filterOption) apply(t *target) { o(t.filters) }
+func (filterOption) event()            {}
+func (filterOption) create()           {}
+func (filterOption) update()           {}
+func (filterOption) delete()           {}
+func (filterOption) resume()           {}
+func (filterOption) index()            {}
+func (filterOption) daemon()           {}
+func (filterOption) timer()            {}
+func (filterOption) webhook()          {}
 
 // Labels filters objects by labels: each key must match its filter.
-type Labels map[string]Filter
+type Labels map[string]filter.Filter
 
 func (l Labels) apply(t *target) { t.filters.Labels = l }
 func (Labels) event()            {}
@@ -155,7 +158,7 @@ func (Labels) webhook()          {}
 
 // Annotations filters objects by annotations: each key must match its
 // filter.
-type Annotations map[string]Filter
+type Annotations map[string]filter.Filter
 
 func (a Annotations) apply(t *target) { t.filters.Annotations = a }
 func (Annotations) event()            {}
@@ -173,17 +176,19 @@ func (Annotations) webhook()          {}
 // matches Value), sees the field's old/new values and diff, and its id gets
 // the suffix "/<field>". The field joins the essence even under status.
 func Field(path string) FilterOption {
-	return filter(func(f *registry.Filters) { f.Field = fields.Parse(path) })
+	return filterOption(func(f *registry.Filters) { f.Field = fields.Parse(path) })
 }
 
 // Value filters the Field's value: Equals(v), Present, Absent or Check(fn)
 // (Kopf's value=). Daemons and timers test the object's current value.
-func Value(v Filter) FilterOption { return filter(func(f *registry.Filters) { f.Value = v }) }
+func Value(v filter.Filter) FilterOption {
+	return filterOption(func(f *registry.Filters) { f.Value = v })
+}
 
 // When runs the handler only if fn returns true; it is evaluated after all
 // other filters. T must be the resource's object type.
-func When[T client.Object](fn func(obj T, c *Cause) bool) FilterOption {
-	return filter(func(f *registry.Filters) {
+func When[T client.Object](fn func(obj T, c *cause.Change) bool) FilterOption {
+	return filterOption(func(f *registry.Filters) {
 		f.When = func(obj registry.Object, c *causes.Cause) bool {
 			typed, ok := obj.(T)
 			return ok && fn(typed, c)
@@ -221,7 +226,7 @@ func Backoff(d time.Duration) LimitOption {
 func Timeout(d time.Duration) LimitOption { return limit(func(h *execution.Handler) { h.Timeout = d }) }
 
 // Errors sets what arbitrary errors mean for the handler.
-func Errors(mode ErrorsMode) LimitOption {
+func Errors(mode failure.ErrorsMode) LimitOption {
 	return limit(func(h *execution.Handler) { h.Errors = mode })
 }
 
@@ -243,13 +248,13 @@ func (deleteOption) delete()                {}
 
 // ValueBefore filters the Field's value before the change (Kopf's old=;
 // needs Field on OnUpdate).
-func ValueBefore(f Filter) UpdateOption {
+func ValueBefore(f filter.Filter) UpdateOption {
 	return fieldChangeOption(func(h *registry.ChangeHandler) { h.Old = f })
 }
 
 // ValueAfter filters the Field's value after the change (Kopf's new=;
 // needs Field on OnUpdate).
-func ValueAfter(f Filter) UpdateOption {
+func ValueAfter(f filter.Filter) UpdateOption {
 	return fieldChangeOption(func(h *registry.ChangeHandler) { h.New = f })
 }
 
@@ -265,23 +270,6 @@ func Deleted() ResumeOption {
 func Optional() DeleteOption {
 	return deleteOption(func(h *registry.ChangeHandler) { h.RequiresFinalizer = false })
 }
-
-// Filter tests one value: of a label, an annotation or a field.
-type Filter = registry.Filter
-
-// The filters of presence.
-var (
-	// Present matches a label, annotation or field that is there.
-	Present Filter = registry.Present
-	// Absent matches a label, annotation or field that is not there.
-	Absent Filter = registry.Absent
-)
-
-// Equals matches an exact value.
-func Equals(value any) Filter { return registry.Equals(value) }
-
-// Check matches when fn returns true; fn gets nil for an absent value.
-func Check(fn func(value any) bool) Filter { return registry.Check(fn) }
 
 // ParamOption is Param: an option of every handler.
 type ParamOption interface {
@@ -311,8 +299,8 @@ func (param) daemon()   {}
 func (param) timer()    {}
 func (param) webhook()  {}
 
-// Param hands v to the handler in its cause (Cause.Param,
-// DaemonCause.Param, RawEvent.Param, AdmissionRequest.Param, ...), as
+// Param hands v to the handler in its cause (cause.Change.Param,
+// cause.Daemon.Param, cause.Event.Param, admission.Request.Param, ...), as
 // Kopf's param=: one function registered several times, under several
 // ids, each with a value of its own.
 //

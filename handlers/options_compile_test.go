@@ -28,21 +28,21 @@ func TestOptionsAreCheckedAtCompileTime(t *testing.T) {
 	check := newChecker(t)
 	// The option classes, with an expression of each of their options.
 	classes := map[string][]string{
-		"filter": {`handlers.Labels{"a": handlers.Present}`, `handlers.Annotations{"a": handlers.Absent}`,
-			`handlers.Field("spec.x")`, `handlers.Value(handlers.Equals("x"))`,
-			`handlers.When(func(U, *handlers.Cause) bool { return true })`},
+		"filter": {`handlers.Labels{"a": filter.Present}`, `handlers.Annotations{"a": filter.Absent}`,
+			`handlers.Field("spec.x")`, `handlers.Value(filter.Equals("x"))`,
+			`handlers.When(func(U, *cause.Change) bool { return true })`},
 		"limit": {`handlers.Retries(3)`, `handlers.Backoff(time.Second)`, `handlers.Timeout(time.Second)`,
-			`handlers.Errors(handlers.ErrorsIgnored)`},
-		"value change":  {`handlers.ValueBefore(handlers.Absent)`, `handlers.ValueAfter(handlers.Present)`},
+			`handlers.Errors(failure.ErrorsIgnored)`},
+		"value change":  {`handlers.ValueBefore(filter.Absent)`, `handlers.ValueAfter(filter.Present)`},
 		"delete":        {`handlers.Optional()`},
 		"resume":        {`handlers.Deleted()`},
 		"initial delay": {`handlers.InitialDelay(time.Second)`, `handlers.InitialDelayFunc(func(U) time.Duration { return 0 })`},
 		"daemon": {`handlers.CancellationBackoff(time.Second)`, `handlers.CancellationTimeout(time.Second)`,
 			`handlers.CancellationPolling(time.Second)`},
 		"timer": {`handlers.Interval(time.Second)`, `handlers.Idle(time.Second)`, `handlers.Sharp()`},
-		"webhook": {`handlers.Operations(handlers.OperationCreate)`, `handlers.Subresource("status")`,
+		"webhook": {`handlers.Operations(admission.Create)`, `handlers.Subresource("status")`,
 			`handlers.Persistent()`, `handlers.SideEffects()`, `handlers.IgnoreFailures()`,
-			`handlers.WhenRequest(func(U, *handlers.AdmissionRequest) bool { return true })`},
+			`handlers.WhenRequest(func(U, *admission.Request) bool { return true })`},
 	}
 	// The registration functions (the option goes in place of OPT), with
 	// the classes of options they take.
@@ -53,7 +53,7 @@ func TestOptionsAreCheckedAtCompileTime(t *testing.T) {
 		{`handlers.OnCreate(res, "id", change, OPT)`, []string{"filter", "limit"}},
 		{`handlers.OnUpdate(res, "id", change, OPT)`, []string{"filter", "limit", "value change"}},
 		{`handlers.OnField(res, "id", "spec.x", change, OPT)`, []string{"filter", "limit", "value change"}},
-		{`_ = handlers.Subhandler(c, "id", change, OPT)`, []string{"filter", "limit", "value change"}},
+		{`_ = handlers.Subhandler(ctx, "id", change, OPT)`, []string{"filter", "limit", "value change"}},
 		{`handlers.OnDelete(res, "id", change, OPT)`, []string{"filter", "limit", "delete"}},
 		{`handlers.OnResume(res, "id", change, OPT)`, []string{"filter", "limit", "resume"}},
 		{`handlers.OnEvent(res, "id", event, OPT)`, []string{"filter"}},
@@ -118,20 +118,30 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/failure"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 type U = *unstructured.Unstructured
 
-func change(context.Context, U, *handlers.Cause) (any, error)        { return nil, nil }
-func daemon(context.Context, U, *handlers.DaemonCause) (any, error)  { return nil, nil }
-func event(context.Context, U, *handlers.RawEvent) (any, error)      { return nil, nil }
-func webhook(context.Context, U, *handlers.AdmissionRequest) error   { return nil }
-func activity(context.Context, *handlers.Activity) error             { return nil }
-func probe(context.Context, *handlers.Activity) (any, error)         { return nil, nil }
+var (
+	_ = admission.Create
+	_ = failure.ErrorsIgnored
+	_ = filter.Present
+)
+
+func change(context.Context, U, *cause.Change) (any, error)        { return nil, nil }
+func daemon(context.Context, U, *cause.Daemon) (any, error)  { return nil, nil }
+func event(context.Context, U, *cause.Event) (any, error)      { return nil, nil }
+func webhook(context.Context, U, *admission.Request) error   { return nil }
+func activity(context.Context, *cause.Activity) error             { return nil }
+func probe(context.Context, *cause.Activity) (any, error)         { return nil, nil }
 
 var _ = time.Second
 
-func register(reg *handlers.Registry, res *handlers.Resource[U], c *handlers.Cause) {
+func register(ctx context.Context, reg *handlers.Registry, res *handlers.Resource[U]) {
 	%s
 }
 `
@@ -141,7 +151,8 @@ func register(reg *handlers.Registry, res *handlers.Resource[U], c *handlers.Cau
 func newChecker(t *testing.T) func(call string) error {
 	t.Helper()
 	exports := exportData(t, "context", "time", "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured",
-		"github.com/kopf-go/kopf/handlers")
+		"github.com/kopf-go/kopf/handlers", "github.com/kopf-go/kopf/pkg/admission", "github.com/kopf-go/kopf/pkg/cause",
+		"github.com/kopf-go/kopf/pkg/failure", "github.com/kopf-go/kopf/pkg/filter")
 	fset := token.NewFileSet()
 	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
 		file, ok := exports[path]

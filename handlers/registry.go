@@ -5,10 +5,10 @@
 //
 //	reg := handlers.NewRegistry()
 //	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-//	handlers.OnCreate(kex, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+//	handlers.OnCreate(kex, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 //		return map[string]any{"message": "hello world"}, nil // lands in status.create_fn
 //	})
-//	handlers.Main(reg, handlers.Options{})
+//	handlers.Main(reg, handlers.RunOptions{})
 //
 // The registration functions (On..., Daemon, Timer, Index) are Kopf's
 // decorators, with options that the compiler checks per function;

@@ -7,13 +7,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // One kind registered twice, typed and by name, would
 // get two controllers that both handle every object: setup refuses it,
 // naming both registrations.
 func TestSetupRefusesOneKindRegisteredTwice(t *testing.T) {
-	noopChange := func(context.Context, *unstructured.Unstructured, *Cause) (any, error) { return nil, nil }
+	noopChange := func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) { return nil, nil }
 	tests := []struct {
 		name  string
 		setup func(reg *Registry) error
@@ -26,7 +28,7 @@ func TestSetupRefusesOneKindRegisteredTwice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := NewRegistry()
-			OnCreate(For[*corev1.ConfigMap](reg), "typed", func(context.Context, *corev1.ConfigMap, *Cause) (any, error) { return nil, nil })
+			OnCreate(For[*corev1.ConfigMap](reg), "typed", func(context.Context, *corev1.ConfigMap, *cause.Change) (any, error) { return nil, nil })
 			OnCreate(ForKind(reg, "", "v1", "ConfigMap"), "by_name", noopChange)
 			OnValidate(ForKind(reg, "", "v1", "ConfigMap"), "v", noop[*unstructured.Unstructured])
 			err := tt.setup(reg)
@@ -44,7 +46,7 @@ func TestSetupRefusesOneKindRegisteredTwice(t *testing.T) {
 // One kind by name at two versions is one set of objects (the API server
 // serves each object at every version): refused as well.
 func TestSetupRefusesOneKindAtTwoVersions(t *testing.T) {
-	noopChange := func(context.Context, *unstructured.Unstructured, *Cause) (any, error) { return nil, nil }
+	noopChange := func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) { return nil, nil }
 	reg := NewRegistry()
 	OnCreate(ForKind(reg, "kopf.dev", "v1", "KopfExample"), "v1_fn", noopChange)
 	OnCreate(ForKind(reg, "kopf.dev", "v1beta1", "KopfExample"), "v1beta1_fn", noopChange)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/go-logr/logr"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -26,9 +28,46 @@ import (
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
+// RunOptions configure the standalone runner (Main, Run): the engine's
+// Options, and the settings of the manager that the runner makes for it,
+// which only the runner reads. A program that makes its own manager and
+// calls SetupWithManager configures that manager itself (its scheme,
+// metrics and webhook servers) and passes only the Options.
+type RunOptions struct {
+	// Options are the engine's settings; the command line's flags
+	// (--namespace, --peering, --standalone, ...) add to them.
+	Options
+	// WebhookServer configures the webhook server of the manager that the
+	// runner makes (address, port, certificates). The runner's --webhook-*
+	// flags win over it.
+	WebhookServer webhook.Options
+	// Scheme is the scheme of the manager that the runner makes: the Go
+	// types of the kinds its handlers use (For[T]) and read. Default:
+	// client-go's, with the built-in kinds only.
+	Scheme *runtime.Scheme
+	// MetricsBindAddress is where the runner's manager serves /metrics
+	// (e.g. ":8443"); empty or "0": off. The runner's
+	// --metrics-bind-address wins over it.
+	MetricsBindAddress string
+	// InsecureMetrics makes the runner serve /metrics over plain
+	// HTTP to anyone (--metrics-secure=false). By default it serves them
+	// over HTTPS, to the callers whom the API server's TokenReview and
+	// SubjectAccessReview allow, as kubebuilder's scaffolds do.
+	InsecureMetrics bool
+	// MetricsCertDir is the directory with the runner's metrics server's
+	// tls.crt and tls.key (--metrics-cert-dir). Default: a self-signed
+	// certificate made at the start.
+	MetricsCertDir string
+	// EnableHTTP2 lets the runner's metrics and webhook servers
+	// speak HTTP/2 (--enable-http2). By default they speak HTTP/1.1 only,
+	// as kubebuilder's scaffolds do since HTTP/2's rapid reset attack
+	// (CVE-2023-44487).
+	EnableHTTP2 bool
+}
+
 // Main runs the operator standalone with the process's command line until
 // SIGINT or SIGTERM, then exits: 0 after a graceful stop, 1 on failure.
-func Main(reg *Registry, opts Options) {
+func Main(reg *Registry, opts RunOptions) {
 	if err := Run(ctrl.SetupSignalHandler(), reg, os.Args[1:], opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -37,7 +76,7 @@ func Main(reg *Registry, opts Options) {
 
 // Run parses the command line, connects to the cluster, and runs the
 // engine in a manager of its own until ctx is done.
-func Run(ctx context.Context, reg *Registry, args []string, opts Options) error {
+func Run(ctx context.Context, reg *Registry, args []string, opts RunOptions) error {
 	f, err := ParseFlags(args)
 	if err != nil {
 		return err
@@ -65,7 +104,7 @@ func Run(ctx context.Context, reg *Registry, args []string, opts Options) error 
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
-	installed, err := setup(mgr, reg, opts, s)
+	installed, err := setup(mgr, reg, opts.Options, s)
 	if err != nil {
 		return err
 	}
@@ -128,7 +167,7 @@ func runManager(ctx context.Context, mgr manager.Manager, lost <-chan struct{}) 
 // when they are named exactly, so that a namespaced operator needs only
 // namespaced RBAC. (With patterns, handlers read through the engine's
 // cache, which follows them: docs/scopes.md.)
-func runnerManagerOptions(logger logr.Logger, f Flags, opts Options, s engine.Settings) (manager.Options, error) {
+func runnerManagerOptions(logger logr.Logger, f Flags, opts RunOptions, s engine.Settings) (manager.Options, error) {
 	namespaces, err := scopes.ParseNamespaces(opts.Namespaces)
 	if err != nil {
 		return manager.Options{}, fmt.Errorf("invalid namespaces: %w", err)
@@ -182,7 +221,7 @@ func webhookOptions(f Flags, o webhook.Options) webhook.Options {
 
 // withFlags returns the options with the command line's namespaces and
 // peering flags added.
-func withFlags(opts Options, f Flags) Options {
+func withFlags(opts RunOptions, f Flags) RunOptions {
 	opts.Namespaces = append(opts.Namespaces, f.Namespaces...)
 	opts.Standalone = opts.Standalone || f.Standalone
 	if f.Peering != "" {
@@ -199,7 +238,7 @@ func withFlags(opts Options, f Flags) Options {
 
 // metricsAddress is where the runner's manager serves metrics: the flag,
 // else the options, else nowhere ("0").
-func metricsAddress(f Flags, opts Options) string {
+func metricsAddress(f Flags, opts RunOptions) string {
 	switch {
 	case f.MetricsBindAddress != "":
 		return f.MetricsBindAddress

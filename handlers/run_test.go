@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/internal/engine"
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 func TestParseFlagsPeeringFromEnvironment(t *testing.T) {
@@ -116,7 +117,7 @@ current-context: x
 	}
 
 	reg := NewRegistry()
-	OnLogin(reg, "login_fn", func(ctx context.Context, a *Activity) (*rest.Config, error) {
+	OnLogin(reg, "login_fn", func(ctx context.Context, a *cause.Activity) (*rest.Config, error) {
 		return &rest.Config{Host: "https://127.0.0.1:2", QPS: 50}, nil
 	})
 	cfg, again, err = clusterConfig(context.Background(), reg, resolvedSettings(t, Options{}), kubeconfig)
@@ -146,7 +147,7 @@ func TestMetricsAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := metricsAddress(Flags{MetricsBindAddress: tt.flag}, Options{MetricsBindAddress: tt.opts})
+			got := metricsAddress(Flags{MetricsBindAddress: tt.flag}, RunOptions{MetricsBindAddress: tt.opts})
 			if got != tt.want {
 				t.Errorf("metricsAddress() = %q, want %q", got, tt.want)
 			}
@@ -157,7 +158,7 @@ func TestMetricsAddress(t *testing.T) {
 // The command line's ring joins the options' sharding settings and wins
 // over their ring; the rest of the settings stay.
 func TestWithFlagsShardRing(t *testing.T) {
-	opts := Options{Sharding: Sharding{Ring: "from-options", LeaseDuration: 30 * time.Second}}
+	opts := RunOptions{Options: Options{Sharding: Sharding{Ring: "from-options", LeaseDuration: 30 * time.Second}}}
 	got := withFlags(opts, Flags{ShardRing: "from-flags"}).Sharding
 	if want := (Sharding{Ring: "from-flags", LeaseDuration: 30 * time.Second}); got != want {
 		t.Errorf("withFlags() sharding = %+v, want %+v", got, want)
@@ -200,7 +201,7 @@ func TestRunnerLogger(t *testing.T) {
 // win over the options.
 func TestRunnerManagerOptions(t *testing.T) {
 	s := runtime.NewScheme()
-	mopts, err := runnerManagerOptions(logr.Discard(), Flags{}, Options{Scheme: s}, resolvedSettings(t, Options{}))
+	mopts, err := runnerManagerOptions(logr.Discard(), Flags{}, RunOptions{Scheme: s}, resolvedSettings(t, Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

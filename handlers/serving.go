@@ -15,7 +15,7 @@ import (
 
 // withServerFlags returns the options with the command line's metrics,
 // HTTP/2 and webhook flags added: the flags win.
-func withServerFlags(opts Options, f Flags) Options {
+func withServerFlags(opts RunOptions, f Flags) RunOptions {
 	if f.MetricsSecure != nil {
 		opts.InsecureMetrics = !*f.MetricsSecure
 	}
@@ -36,7 +36,7 @@ func withServerFlags(opts Options, f Flags) Options {
 // authenticates (TokenReview) and authorizes to get /metrics
 // (SubjectAccessReview); or, with InsecureMetrics, over plain HTTP to
 // anyone.
-func metricsOptions(log logr.Logger, address string, opts Options) (metricsserver.Options, error) {
+func metricsOptions(log logr.Logger, address string, opts RunOptions) (metricsserver.Options, error) {
 	o := metricsserver.Options{BindAddress: address}
 	if address == "0" {
 		return o, nil

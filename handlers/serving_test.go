@@ -33,17 +33,17 @@ func TestMetricsOptions(t *testing.T) {
 	tests := []struct {
 		name    string
 		address string
-		opts    Options
+		opts    RunOptions
 		want    want
 		wantErr string
 	}{
-		{"off", "0", Options{}, want{}, ""},
-		{"secure by default", ":8443", Options{}, want{Secure: true, Filtered: true, NextProtos: []string{"http/1.1"}}, ""},
-		{"with HTTP/2", ":8443", Options{EnableHTTP2: true}, want{Secure: true, Filtered: true, NextProtos: []string{"h2"}}, ""},
-		{"a certificate", ":8443", Options{MetricsCertDir: certs}, want{Secure: true, Filtered: true, NextProtos: []string{"http/1.1"}, CertDir: certs}, ""},
-		{"a directory without one", ":8443", Options{MetricsCertDir: empty}, want{}, "certificate directory " + empty + " holds no tls.crt"},
-		{"plain HTTP", ":8080", Options{InsecureMetrics: true}, want{}, ""},
-		{"plain HTTP with a certificate", ":8080", Options{InsecureMetrics: true, MetricsCertDir: certs}, want{}, "plain HTTP"},
+		{"off", "0", RunOptions{}, want{}, ""},
+		{"secure by default", ":8443", RunOptions{}, want{Secure: true, Filtered: true, NextProtos: []string{"http/1.1"}}, ""},
+		{"with HTTP/2", ":8443", RunOptions{EnableHTTP2: true}, want{Secure: true, Filtered: true, NextProtos: []string{"h2"}}, ""},
+		{"a certificate", ":8443", RunOptions{MetricsCertDir: certs}, want{Secure: true, Filtered: true, NextProtos: []string{"http/1.1"}, CertDir: certs}, ""},
+		{"a directory without one", ":8443", RunOptions{MetricsCertDir: empty}, want{}, "certificate directory " + empty + " holds no tls.crt"},
+		{"plain HTTP", ":8080", RunOptions{InsecureMetrics: true}, want{}, ""},
+		{"plain HTTP with a certificate", ":8080", RunOptions{InsecureMetrics: true, MetricsCertDir: certs}, want{}, "plain HTTP"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ func nextProtos(opts []func(*tls.Config)) []string {
 
 // The command line's server flags win over the options.
 func TestWithServerFlags(t *testing.T) {
-	opts := Options{InsecureMetrics: true, MetricsCertDir: "/o", Webhooks: WebhookOptions{MaxConcurrentReviews: 3}}
+	opts := RunOptions{InsecureMetrics: true, MetricsCertDir: "/o", Options: Options{Webhooks: WebhookOptions{MaxConcurrentReviews: 3}}}
 	got := withServerFlags(opts, Flags{MetricsSecure: ptr.To(true), MetricsCertDir: "/f", EnableHTTP2: true,
 		WebhookSelfSigned: true, WebhookMaxConcurrentReviews: 5})
 	if got.InsecureMetrics || got.MetricsCertDir != "/f" || !got.EnableHTTP2 || !got.Webhooks.SelfSigned || got.Webhooks.MaxConcurrentReviews != 5 {
@@ -116,7 +116,7 @@ func TestWithServerFlags(t *testing.T) {
 	if !got.InsecureMetrics || got.MetricsCertDir != "/o" || got.Webhooks.MaxConcurrentReviews != 3 {
 		t.Errorf("withServerFlags() without flags = %+v, want the options' values", got)
 	}
-	if got := withServerFlags(Options{}, Flags{MetricsSecure: ptr.To(false)}); !got.InsecureMetrics {
+	if got := withServerFlags(RunOptions{}, Flags{MetricsSecure: ptr.To(false)}); !got.InsecureMetrics {
 		t.Error("--metrics-secure=false leaves the metrics secure")
 	}
 }

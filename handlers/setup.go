@@ -4,35 +4,41 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/engine"
-	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/ring/share"
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/events"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
-// Options configure the engine. The zero value is Kopf's defaults, so a Go
-// operator reads and writes the same state as a Python Kopf operator.
+// Options configure the engine, wherever it runs: in a manager of the
+// program's (SetupWithManager) or in the standalone runner's (Main, Run,
+// whose RunOptions add the settings of the manager it makes). The zero
+// value is Kopf's defaults, so a Go operator reads and writes the same
+// state as a Python Kopf operator.
 type Options struct {
 	// Finalizer blocks deletion while delete handlers are pending.
 	// Default: "kopf.zalando.org/KopfFinalizerMarker".
 	Finalizer string
-	// ProgressStorage keeps per-handler progress. Default: annotations
-	// under "kopf.zalando.org/", reading Kopf's legacy status records too
-	// (NewSmartProgress()).
-	ProgressStorage ProgressStorage
-	// DiffBaseStorage keeps the last handled essence. Default: the
+	// ProgressStorage keeps per-handler progress (Kopf's
+	// settings.persistence.progress_storage; pkg/progress). Default:
+	// annotations under "kopf.zalando.org/", reading Kopf's legacy status
+	// records too (progress.NewSmart()).
+	ProgressStorage progress.Storage
+	// DiffBaseStorage keeps the last handled essence (Kopf's
+	// settings.persistence.diffbase_storage; pkg/diffbase). Default: the
 	// annotation "kopf.zalando.org/last-handled-configuration"
-	// (NewDiffBaseInAnnotations()).
-	DiffBaseStorage DiffBaseStorage
+	// (diffbase.NewAnnotations()).
+	DiffBaseStorage diffbase.Storage
 	// DefaultBackoff is the retry delay after arbitrary errors. Default 60 s.
 	DefaultBackoff time.Duration
 	// ConsistencyTimeout bounds the wait for the cache to show this
@@ -78,41 +84,13 @@ type Options struct {
 	// Memo is the operator's memo: startup handlers may fill it, and every
 	// object's memo starts as a (shallow) copy of it.
 	Memo *memo.Memo
-	// Posting are the gates of Events (PostingSettings: Disabled, Level,
+	// Posting are the gates of Events (events.Settings: Disabled, Level,
 	// and Loggers to post handler log lines as Events, off by default).
-	Posting PostingSettings
+	Posting events.Settings
 	// Webhooks configure the serving of validating and mutating handlers,
 	// if there are any: SetupWithManager serves them on the manager's
 	// webhook server (the zero value serves them at its root, unmanaged).
 	Webhooks WebhookOptions
-	// WebhookServer configures the webhook server of the manager that the
-	// standalone runner makes (address, port, certificates); embedded, the
-	// manager's own applies. The runner's --webhook-* flags win over it.
-	WebhookServer webhook.Options
-	// Scheme is the scheme of the manager that the standalone runner makes:
-	// the Go types of the kinds its handlers use (For[T]) and read.
-	// Default: client-go's, with the built-in kinds only. Embedded, the
-	// manager's own applies.
-	Scheme *runtime.Scheme
-	// MetricsBindAddress is where the standalone runner's manager serves
-	// /metrics (e.g. ":8443"); empty or "0": off. The runner's
-	// --metrics-bind-address wins over it. Embedded, the manager's own
-	// metrics server serves kopf-go's metrics (docs/metrics.md).
-	MetricsBindAddress string
-	// InsecureMetrics makes the standalone runner serve /metrics over plain
-	// HTTP to anyone (--metrics-secure=false). By default it serves them
-	// over HTTPS, to the callers whom the API server's TokenReview and
-	// SubjectAccessReview allow, as kubebuilder's scaffolds do.
-	InsecureMetrics bool
-	// MetricsCertDir is the directory with the runner's metrics server's
-	// tls.crt and tls.key (--metrics-cert-dir). Default: a self-signed
-	// certificate made at the start.
-	MetricsCertDir string
-	// EnableHTTP2 lets the standalone runner's metrics and webhook servers
-	// speak HTTP/2 (--enable-http2). By default they speak HTTP/1.1 only,
-	// as kubebuilder's scaffolds do since HTTP/2's rapid reset attack
-	// (CVE-2023-44487).
-	EnableHTTP2 bool
 	// ErrorDelays are how long an object waits after unexpected errors in
 	// a row (API failures): default Kopf's 1, 1, 2, 3, 5, 8, ... 610 s (the
 	// last repeats); an empty, non-nil list leaves it to controller-runtime.
@@ -234,10 +212,3 @@ const NoConsistencyWait time.Duration = -1
 // handlers (and in login handlers, which run before there is a manager),
 // it is nil.
 func Client(ctx context.Context) client.Client { return clients.From(ctx) }
-
-// WithClient returns a context in which Client returns c: for unit tests
-// of handlers, with controller-runtime's fake client (see
-// pkg/handlertest).
-func WithClient(ctx context.Context, c client.Client) context.Context {
-	return clients.WithClient(ctx, c)
-}

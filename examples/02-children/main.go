@@ -11,18 +11,21 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/hierarchies"
 )
 
 func main() {
 	reg := handlers.NewRegistry()
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
 	handlers.OnCreate(kex, "create_fn", createFn)
-	handlers.Main(reg, handlers.Options{})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // createFn renders a Pod from the object's spec, adopts it, creates it,
 // and returns its uid, which lands in status.create_fn.
-func createFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func createFn(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	spec := c.Spec()
 	duration, ok := spec["duration"]
 	if !ok {
@@ -42,7 +45,7 @@ func createFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.C
 
 	// The owner reference, generateName "<name>-", the namespace and the
 	// labels, all from the object being handled.
-	if err := handlers.Adopt(pod, obj); err != nil {
+	if err := hierarchies.Adopt(pod, obj); err != nil {
 		return nil, handlers.Permanent(err)
 	}
 	if err := handlers.Client(ctx).Create(ctx, pod); err != nil {

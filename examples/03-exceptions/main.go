@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/failure"
 )
 
 // errRecoverable is an arbitrary error: neither temporary nor permanent,
@@ -26,26 +29,26 @@ func main() {
 	handlers.OnCreate(kex, "eventual_failure_with_tracebacks", failWithRecoverable,
 		handlers.Retries(3), handlers.Backoff(time.Second))
 	handlers.OnCreate(kex, "instant_failure_with_traceback", failWithRecoverable,
-		handlers.Errors(handlers.ErrorsPermanent), handlers.Backoff(time.Second))
-	handlers.Main(reg, handlers.Options{})
+		handlers.Errors(failure.ErrorsPermanent), handlers.Backoff(time.Second))
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // instantFailureWithOnlyAMessage fails for good on its first attempt.
-func instantFailureWithOnlyAMessage(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-	return nil, handlers.NewPermanentError("Fail once and for all.")
+func instantFailureWithOnlyAMessage(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
+	return nil, handlers.Permanent(errors.New("Fail once and for all."))
 }
 
 // eventualSuccessWithAFewMessages asks to be retried in a second on its
 // first three attempts (retries 0, 1 and 2) and succeeds on the fourth.
-func eventualSuccessWithAFewMessages(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func eventualSuccessWithAFewMessages(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	if c.Retry < 3 {
-		return nil, handlers.NewTemporaryError("Expected recoverable error.", time.Second)
+		return nil, handlers.Temporary(errors.New("Expected recoverable error."), time.Second)
 	}
 	return nil, nil
 }
 
 // failWithRecoverable always returns an arbitrary error; the options it
 // is registered with decide whether it is retried.
-func failWithRecoverable(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func failWithRecoverable(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	return nil, errRecoverable
 }

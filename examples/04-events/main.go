@@ -10,19 +10,21 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 func main() {
 	reg := handlers.NewRegistry()
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
 	handlers.OnCreate(kex, "create_fn", createFn)
-	handlers.Main(reg, handlers.Options{})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // createFn posts four Events about the object. Posting never blocks the
 // handler and never fails it: the Events are queued and posted in the
 // background.
-func createFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func createFn(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	// Any type, as kopf.event.
 	handlers.PostEvent(ctx, obj, "SomeType", "SomeReason", "Some message")
 

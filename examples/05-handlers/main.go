@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 func main() {
@@ -23,12 +25,12 @@ func main() {
 	handlers.OnDelete(kex, "delete_fn_1", printing("DELETED 1st"))
 	handlers.OnDelete(kex, "delete_fn_2", printing("DELETED 2nd"))
 	handlers.OnField(kex, "field_fn", "spec.field", fieldFn)
-	handlers.Main(reg, handlers.Options{})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // printing returns a handler that prints one line and succeeds.
 func printing(line string) handlers.ChangeFunc[*unstructured.Unstructured] {
-	return func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	return func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		fmt.Println(line)
 		return nil, nil
 	}
@@ -36,14 +38,14 @@ func printing(line string) handlers.ChangeFunc[*unstructured.Unstructured] {
 
 // updateFn sees the old and new essence and their diff in c.Old, c.New
 // and c.Diff.
-func updateFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func updateFn(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	fmt.Println("UPDATED")
 	return nil, nil
 }
 
 // fieldFn sees only spec.field: c.Old and c.New are its values (nil when
 // absent, as on creation).
-func fieldFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func fieldFn(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	fmt.Printf("FIELD CHANGED: %v -> %v\n", c.Old, c.New)
 	return nil, nil
 }

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 func main() {
@@ -19,10 +21,10 @@ func main() {
 	// Peering needs no options: it is on whenever the peering CRDs are in
 	// the cluster. --priority, --dev, --peering and --standalone on the
 	// command line say how this copy takes part.
-	handlers.Main(reg, handlers.Options{})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // createFn runs once per new object, in whichever operator is not paused.
-func createFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func createFn(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	return nil, nil
 }

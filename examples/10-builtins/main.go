@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // lifetime is how long a Pod may live.
@@ -33,13 +35,13 @@ func main() {
 	handlers.OnResume(pods, "pod_in_sight", k.podInSight, notSystem)
 	handlers.OnCreate(pods, "pod_in_sight", k.podInSight, notSystem)
 	handlers.OnDelete(pods, "pod_deleted", k.podDeleted, notSystem)
-	handlers.Main(reg, handlers.Options{})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // notSystem keeps the handlers away from the system namespaces, so that
 // the operator neither kills the cluster itself nor puts its finalizer on
 // the cluster's own Pods.
-var notSystem = handlers.When(func(pod *corev1.Pod, c *handlers.Cause) bool {
+var notSystem = handlers.When(func(pod *corev1.Pod, c *cause.Change) bool {
 	return !strings.HasPrefix(pod.Namespace, "kube-")
 })
 
@@ -73,7 +75,7 @@ func newKillers(lifetime time.Duration) *killers {
 // podInSight starts the Pod's killer, for Pods that are created and for
 // those that exist when the operator starts. A Pod that has a killer
 // already keeps it.
-func (k *killers) podInSight(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+func (k *killers) podInSight(ctx context.Context, pod *corev1.Pod, c *cause.Change) (any, error) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	log := logr.FromContextOrDiscard(ctx)
 
@@ -95,7 +97,7 @@ func (k *killers) podInSight(ctx context.Context, pod *corev1.Pod, c *handlers.C
 
 // podDeleted cancels the Pod's killer, if it has one, and waits for it to
 // end.
-func (k *killers) podDeleted(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+func (k *killers) podDeleted(ctx context.Context, pod *corev1.Pod, c *cause.Change) (any, error) {
 	k.mu.Lock()
 	kl, ok := k.running[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}]
 	k.mu.Unlock()
@@ -148,7 +150,7 @@ func (k *killers) forget(key types.NamespacedName, kl *killer) {
 
 // stopAll cancels every killer when the operator stops, and waits until
 // they have all ended, which is at once: a cancelled killer only logs.
-func (k *killers) stopAll(ctx context.Context, a *handlers.Activity) error {
+func (k *killers) stopAll(ctx context.Context, a *cause.Activity) error {
 	k.mu.Lock()
 	k.stopped = true
 	k.mu.Unlock()

@@ -24,6 +24,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // steps is how many objects the app creates and deletes, one at a time.
@@ -132,8 +135,8 @@ func registry() *handlers.Registry {
 
 // operatorMemo is the memo that every object's memo starts from: here,
 // the templates the handlers print.
-func operatorMemo() *handlers.Memo {
-	memo := &handlers.Memo{}
+func operatorMemo() *memo.Memo {
+	memo := &memo.Memo{}
 	memo.Set("create_tpl", template.Must(template.New("create").Parse("Hello, {{.name}}!\n")))
 	memo.Set("delete_tpl", template.Must(template.New("delete").Parse("Good bye, {{.name}}!\n")))
 	return memo
@@ -142,11 +145,11 @@ func operatorMemo() *handlers.Memo {
 // printing returns a handler that prints the memo's template under the
 // key with the object's name and namespace.
 func printing(key string) handlers.ChangeFunc[*unstructured.Unstructured] {
-	return func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	return func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		value, _ := c.Memo.Get(key)
 		tpl, ok := value.(*template.Template)
 		if !ok {
-			return nil, handlers.NewPermanentError(fmt.Sprintf("the memo has no template %q", key))
+			return nil, handlers.Permanent(errors.New(fmt.Sprintf("the memo has no template %q", key)))
 		}
 		var line strings.Builder
 		if err := tpl.Execute(&line, map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()}); err != nil {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -17,6 +18,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/failure"
 )
 
 func main() {
@@ -28,13 +32,13 @@ func main() {
 	handlers.OnStartup(reg, "startup_fn_simple", tasks.startupSimple)
 	handlers.OnStartup(reg, "startup_fn_retried", startupRetried)
 	handlers.OnCleanup(reg, "cleanup_fn", tasks.cleanup)
-	handlers.OnLogin(reg, "login_fn", login, handlers.Errors(handlers.ErrorsPermanent))
+	handlers.OnLogin(reg, "login_fn", login, handlers.Errors(failure.ErrorsPermanent))
 	handlers.OnProbe(reg, "tasks_count", tasks.tasksCount)
 	handlers.OnProbe(reg, "monitored_objects", tasks.monitoredObjects)
 	pods := handlers.For[*corev1.Pod](reg)
 	handlers.OnEvent(pods, "pod_task", tasks.podTask)
 
-	err := handlers.Run(ctrl.SetupSignalHandler(), reg, os.Args[1:], handlers.Options{})
+	err := handlers.Run(ctrl.SetupSignalHandler(), reg, os.Args[1:], handlers.RunOptions{})
 	tasks.stop()
 	tasks.wait()
 	if err != nil {
@@ -44,7 +48,7 @@ func main() {
 }
 
 // startupSimple prepares the registry of tasks before anything is watched.
-func (t *podTasks) startupSimple(ctx context.Context, a *handlers.Activity) error {
+func (t *podTasks) startupSimple(ctx context.Context, a *cause.Activity) error {
 	logr.FromContextOrDiscard(ctx).Info("Initialising the task-lock...")
 	t.init()
 	return nil
@@ -52,9 +56,9 @@ func (t *podTasks) startupSimple(ctx context.Context, a *handlers.Activity) erro
 
 // startupRetried fails temporarily three times, a second apart, then
 // succeeds; the operator does not start watching until it has.
-func startupRetried(ctx context.Context, a *handlers.Activity) error {
+func startupRetried(ctx context.Context, a *cause.Activity) error {
 	if a.Retry < 3 {
-		return handlers.NewTemporaryError(fmt.Sprintf("Going to succeed in %ds", 3-a.Retry), time.Second)
+		return handlers.Temporary(errors.New(fmt.Sprintf("Going to succeed in %ds", 3-a.Retry)), time.Second)
 	}
 	logr.FromContextOrDiscard(ctx).Info("Starting retried...")
 	return nil
@@ -62,7 +66,7 @@ func startupRetried(ctx context.Context, a *handlers.Activity) error {
 
 // cleanup runs when the operator stops, after its handlers have stopped:
 // it asks every pod's task to stop and waits until they have.
-func (t *podTasks) cleanup(ctx context.Context, a *handlers.Activity) error {
+func (t *podTasks) cleanup(ctx context.Context, a *cause.Activity) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Cleaning up...")
 	// The line comes first: a task told to stop may say it has finished
@@ -76,7 +80,7 @@ func (t *podTasks) cleanup(ctx context.Context, a *handlers.Activity) error {
 // login connects the runner to the cluster in $KUBECONFIG (or
 // ~/.kube/config), after a pause that stands for a slow identity provider.
 // Its errors are permanent: the operator does not start without a login.
-func login(ctx context.Context, a *handlers.Activity) (*rest.Config, error) {
+func login(ctx context.Context, a *cause.Activity) (*rest.Config, error) {
 	fmt.Println("Logging in in 2s...")
 	select {
 	case <-time.After(2 * time.Second):
@@ -92,18 +96,18 @@ func login(ctx context.Context, a *handlers.Activity) (*rest.Config, error) {
 }
 
 // tasksCount is a probe: the number of tasks.
-func (t *podTasks) tasksCount(ctx context.Context, a *handlers.Activity) (any, error) {
+func (t *podTasks) tasksCount(ctx context.Context, a *cause.Activity) (any, error) {
 	return t.count(), nil
 }
 
 // monitoredObjects is a probe: the pods with tasks, by namespace, sorted.
-func (t *podTasks) monitoredObjects(ctx context.Context, a *handlers.Activity) (any, error) {
+func (t *podTasks) monitoredObjects(ctx context.Context, a *cause.Activity) (any, error) {
 	return t.byNamespace(), nil
 }
 
 // podTask sees every event of every pod, and starts a task for each pod
 // it sees for the first time.
-func (t *podTasks) podTask(ctx context.Context, pod *corev1.Pod, e *handlers.RawEvent) (any, error) {
+func (t *podTasks) podTask(ctx context.Context, pod *corev1.Pod, e *cause.Event) (any, error) {
 	t.start(pod.Namespace, pod.Name, logr.FromContextOrDiscard(ctx))
 	return nil, nil
 }

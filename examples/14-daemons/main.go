@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 func main() {
@@ -23,8 +27,8 @@ func main() {
 		handlers.Backoff(3*time.Second),
 		handlers.CancellationBackoff(time.Second),
 		handlers.CancellationTimeout(500*time.Millisecond),
-		handlers.Annotations{"someannotation": handlers.Equals("somevalue")})
-	handlers.Main(reg, handlers.Options{})
+		handlers.Annotations{"someannotation": filter.Equals("somevalue")})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // backgroundSync is the polite daemon: it sleeps with d.Sleep, which
@@ -32,11 +36,11 @@ func main() {
 // work instead of being cut short. Unless stopped, it runs for about 30
 // seconds after three failed attempts and is not started again for the
 // object.
-func backgroundSync(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+func backgroundSync(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if d.Retry < 3 {
 		d.Patch.SetStatus("message", fmt.Sprintf("Failed %d times.", d.Retry+1))
-		return nil, handlers.NewTemporaryError("Simulated failure.", time.Second)
+		return nil, handlers.Temporary(errors.New("Simulated failure."), time.Second)
 	}
 
 	started := time.Now()
@@ -56,10 +60,10 @@ func backgroundSync(ctx context.Context, obj *unstructured.Unstructured, d *hand
 // after the stop signal. Were it to ignore the cancellation too, it would
 // be abandoned half a second later (the cancellation timeout), so that the
 // object's deletion does not wait for it any longer.
-func backgroundAsync(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+func backgroundAsync(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if d.Retry < 3 {
-		return nil, handlers.NewTemporaryError("Simulated failure.", time.Second)
+		return nil, handlers.Temporary(errors.New("Simulated failure."), time.Second)
 	}
 
 	for {
@@ -75,9 +79,9 @@ func backgroundAsync(ctx context.Context, obj *unstructured.Unstructured, d *han
 // field returns spec.field of the object as it is now, quoted: a daemon
 // runs for long, and the object it was called with grows stale. It falls
 // back to that object if the latest one cannot be read (e.g. it is gone).
-func field(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) string {
-	if latest, err := handlers.Latest[*unstructured.Unstructured](ctx, d); err == nil {
-		obj = latest
+func field(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) string {
+	if latest, err := d.Latest(ctx); err == nil {
+		obj = latest.(*unstructured.Unstructured)
 	}
 	value, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "field")
 	switch v := value.(type) {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 func main() {
@@ -21,14 +23,14 @@ func main() {
 		handlers.Idle(5*time.Second), handlers.Interval(2*time.Second))
 	handlers.Timer(kex, "every_few_seconds_async", pinging("Ping from an async timer"),
 		handlers.Idle(10*time.Second), handlers.Interval(4*time.Second))
-	handlers.Main(reg, handlers.Options{})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // pinging returns a timer that logs the message with the object's
 // spec.field. Go has no sync/async split: both timers are the same kind
 // of function, and the names only mirror Kopf's example.
 func pinging(message string) handlers.DaemonFunc[*unstructured.Unstructured] {
-	return func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	return func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		log := logr.FromContextOrDiscard(ctx)
 		log.Info(fmt.Sprintf("%s: field=%s", message, quoted(obj)))
 		return nil, nil

@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/indexing"
 )
 
 // podKey is what Kopf's example keys the pods by, a (namespace, name)
@@ -36,18 +39,18 @@ func main() {
 	handlers.OnProbe(reg, "pod_names", podNames)
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
 	handlers.Timer(kex, "intervalled", intervalled, handlers.Interval(5*time.Second))
-	handlers.Main(reg, handlers.Options{})
+	handlers.Main(reg, handlers.RunOptions{})
 }
 
 // isRunning indexes every pod under its namespace and name: whether it
 // runs. The index reads {(ns, name): [true]}, one value per pod.
-func isRunning(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+func isRunning(ctx context.Context, pod *corev1.Pod, c *cause.Change) (any, error) {
 	return map[podKey]bool{{pod.Namespace, pod.Name}: pod.Status.Phase == corev1.PodRunning}, nil
 }
 
 // byLabel indexes every pod's name under each of its labels and values:
 // {(label, value): [names of the pods with it]}.
-func byLabel(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+func byLabel(ctx context.Context, pod *corev1.Pod, c *cause.Change) (any, error) {
 	out := map[labelKey]string{}
 	for label, value := range pod.Labels {
 		out[labelKey{label, value}] = pod.Name
@@ -56,12 +59,12 @@ func byLabel(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, erro
 }
 
 // podCount is a probe: the number of pods in the index.
-func podCount(ctx context.Context, a *handlers.Activity) (any, error) {
+func podCount(ctx context.Context, a *cause.Activity) (any, error) {
 	return a.Indices.Get("is_running").Len(), nil
 }
 
 // podNames is a probe: the names of the pods in the index, sorted.
-func podNames(ctx context.Context, a *handlers.Activity) (any, error) {
+func podNames(ctx context.Context, a *cause.Activity) (any, error) {
 	names := []string{}
 	for _, key := range a.Indices.Get("is_running").Keys() {
 		names = append(names, key.(podKey)[1])
@@ -72,7 +75,7 @@ func podNames(ctx context.Context, a *handlers.Activity) (any, error) {
 
 // intervalled prints the labels index and writes the running pods of the
 // reported namespaces into status.running-pods as "namespace::name".
-func intervalled(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+func intervalled(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 	byLabel := d.Indices.Get("by_label")
 	labels := map[labelKey][]any{}
 	for _, key := range byLabel.Keys() {
@@ -93,7 +96,7 @@ func intervalled(ctx context.Context, obj *unstructured.Unstructured, d *handler
 
 // sortedPodKeys returns the keys of a pod index in the order of namespace
 // and name.
-func sortedPodKeys(ix *handlers.IndexData) []podKey {
+func sortedPodKeys(ix *indexing.Index) []podKey {
 	var keys []podKey
 	for _, key := range ix.Keys() {
 		keys = append(keys, key.(podKey))

@@ -14,6 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 func main() {
@@ -35,7 +38,7 @@ func run(flags webhookFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	return handlers.Run(ctrl.SetupSignalHandler(), registry(), args, handlers.Options{Webhooks: webhooks})
+	return handlers.Run(ctrl.SetupSignalHandler(), registry(), args, handlers.RunOptions{Options: handlers.Options{Webhooks: webhooks}})
 }
 
 func registry() *handlers.Registry {
@@ -44,16 +47,16 @@ func registry() *handlers.Registry {
 	handlers.OnValidate(kex, "authhook", authhook)
 	handlers.OnValidate(kex, "validate1", validate1)
 	handlers.OnValidate(kex, "validate2", validate2,
-		handlers.Field("spec.field"), handlers.Value(handlers.Equals("not-allowed")))
+		handlers.Field("spec.field"), handlers.Value(filter.Equals("not-allowed")))
 	handlers.OnValidate(kex, "validate_subresources", validateSubresources, handlers.Subresource("*"))
-	handlers.OnMutate(kex, "mutate1", mutate1, handlers.Labels{"somelabel": handlers.Equals("somevalue")})
+	handlers.OnMutate(kex, "mutate1", mutate1, handlers.Labels{"somelabel": filter.Equals("somevalue")})
 	return reg
 }
 
 // authhook tells the API client who calls the webhook: the user agent of
 // the API server's request, and the common name of its client
 // certificate, if it sent one.
-func authhook(ctx context.Context, obj *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+func authhook(ctx context.Context, obj *unstructured.Unstructured, r *admission.Request) error {
 	userAgent := r.Headers.Get("User-Agent")
 	if userAgent == "" {
 		userAgent = "(unidentified)"
@@ -71,23 +74,23 @@ func authhook(ctx context.Context, obj *unstructured.Unstructured, r *handlers.A
 }
 
 // validate1 refuses spec.field "wrong", except on dry runs.
-func validate1(ctx context.Context, obj *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+func validate1(ctx context.Context, obj *unstructured.Unstructured, r *admission.Request) error {
 	if field, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "field"); !r.DryRun && field == "wrong" {
-		return handlers.AdmissionError{Message: "Meh! I don't like it. Change the field."}
+		return admission.Error{Message: "Meh! I don't like it. Change the field."}
 	}
 	return nil
 }
 
 // validate2 is called only for spec.field "not-allowed" (the filter says
 // so), and refuses it with a code of its own.
-func validate2(ctx context.Context, obj *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
-	return handlers.AdmissionError{Message: "I'm too lazy anyway. Go away!", Code: 555}
+func validate2(ctx context.Context, obj *unstructured.Unstructured, r *admission.Request) error {
+	return admission.Error{Message: "I'm too lazy anyway. Go away!", Code: 555}
 }
 
 // validateSubresources sees the object and all its subresources: a status
 // whose field differs from the spec's is refused through /status, and
 // only warned about through the object itself.
-func validateSubresources(ctx context.Context, obj *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+func validateSubresources(ctx context.Context, obj *unstructured.Unstructured, r *admission.Request) error {
 	specField, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "field")
 	statusField, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "status", "field")
 	if reflect.DeepEqual(specField, statusField) {
@@ -95,7 +98,7 @@ func validateSubresources(ctx context.Context, obj *unstructured.Unstructured, r
 	}
 	switch r.Subresource {
 	case "status":
-		return handlers.AdmissionError{Message: "status.field MUST be equal to spec.field!"}
+		return admission.Error{Message: "status.field MUST be equal to spec.field!"}
 	case "":
 		r.Warn(fmt.Sprintf("Also update status.field to match spec.field: %s != %s", repr(specField), repr(statusField)))
 	}
@@ -103,7 +106,7 @@ func validateSubresources(ctx context.Context, obj *unstructured.Unstructured, r
 }
 
 // mutate1 injects a field into the labelled objects.
-func mutate1(ctx context.Context, obj *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+func mutate1(ctx context.Context, obj *unstructured.Unstructured, r *admission.Request) error {
 	r.Patch.Set(123, "spec", "injected")
 	return nil
 }

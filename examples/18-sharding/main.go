@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // pingInterval is how often the daemon says where it runs.
@@ -37,7 +39,7 @@ func main() {
 	}
 	id := identity()
 	// The runner takes --shard-ring (and the rest of Kopf's command line).
-	handlers.Main(registry(id), handlers.Options{Identity: id})
+	handlers.Main(registry(id), handlers.RunOptions{Options: handlers.Options{Identity: id}})
 }
 
 // identity names this replica: the pod's name in a Deployment (POD_ID,
@@ -61,11 +63,11 @@ func identity() string {
 func registry(identity string) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	handlers.OnCreate(kex, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kex, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		// status.create_fn.message, which `kubectl get kopfexamples` shows.
 		return map[string]any{"message": "created by " + identity}, nil
 	})
-	handlers.Daemon(kex, "where_fn", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kex, "where_fn", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		return nil, where(ctx, obj, d, identity)
 	}, handlers.CancellationBackoff(5*time.Second)) // time to exit politely
 	return reg
@@ -79,7 +81,7 @@ func registry(identity string) *handlers.Registry {
 // so the daemon exits well within its cancellation backoff, before its
 // context would be cancelled: the reason says DAEMON_SIGNALLED, not
 // DAEMON_CANCELLED.
-func where(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause, identity string) error {
+func where(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon, identity string) error {
 	log := logr.FromContextOrDiscard(ctx)
 	for {
 		log.Info(fmt.Sprintf("%s runs the daemon of %s.", identity, obj.GetName()))

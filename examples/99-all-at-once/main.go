@@ -15,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
+	"github.com/kopf-go/kopf/pkg/hierarchies"
 )
 
 // childLabels mark the pods that create_pod makes, and that
@@ -34,36 +38,36 @@ func main() {
 	handlers.OnDelete(kex, "delete", deleteFn)
 	handlers.OnCreate(kex, "create_pod", createPod)
 	pods := handlers.For[*corev1.Pod](reg)
-	handlers.OnEvent(pods, "example_pod_change", examplePodChange, handlers.Labels{"application": handlers.Equals(childLabels["application"])})
+	handlers.OnEvent(pods, "example_pod_change", examplePodChange, handlers.Labels{"application": filter.Equals(childLabels["application"])})
 	// An arbitrary error is retried after a second, not after Kopf's
 	// default minute (Kopf's e2e test sets the same).
-	handlers.Main(reg, handlers.Options{DefaultBackoff: time.Second})
+	handlers.Main(reg, handlers.RunOptions{Options: handlers.Options{DefaultBackoff: time.Second}})
 }
 
-func startupSimple(ctx context.Context, a *handlers.Activity) error {
+func startupSimple(ctx context.Context, a *cause.Activity) error {
 	logr.FromContextOrDiscard(ctx).Info("Starting in 1s...")
 	return pause(ctx, time.Second)
 }
 
 // startupRetried fails temporarily three times, a second apart, then
 // succeeds.
-func startupRetried(ctx context.Context, a *handlers.Activity) error {
+func startupRetried(ctx context.Context, a *cause.Activity) error {
 	if a.Retry < 3 {
-		return handlers.NewTemporaryError(fmt.Sprintf("Going to succeed in %ds", 3-a.Retry), time.Second)
+		return handlers.Temporary(errors.New(fmt.Sprintf("Going to succeed in %ds", 3-a.Retry)), time.Second)
 	}
 	logr.FromContextOrDiscard(ctx).Info("Starting retried...")
 	return nil
 }
 
 // cleanup takes its time: the operator's exit waits for it.
-func cleanup(ctx context.Context, a *handlers.Activity) error {
+func cleanup(ctx context.Context, a *cause.Activity) error {
 	logr.FromContextOrDiscard(ctx).Info("Cleaning up in 3s...")
 	return pause(ctx, 3*time.Second)
 }
 
 // create1 posts Events about the object and its children (it has none
 // here), and leaves a result in status.create_1.
-func create1(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func create1(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	children := createChildren(obj)
 	handlers.PostInfo(ctx, obj, "AnyReason", "")
 	handlers.PostEvent(ctx, obj, "Warning", "SomeReason", "Cannot do something")
@@ -74,7 +78,7 @@ func create1(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Ca
 // create2 waits for something, and fails on its first attempt with an
 // arbitrary error, which the framework retries (even across restarts:
 // the attempt is recorded on the object).
-func create2(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func create2(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	if err := waitForSomething(ctx); err != nil {
 		return nil, err
 	}
@@ -84,20 +88,20 @@ func create2(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Ca
 	return map[string]any{"job2-status": 100}, nil
 }
 
-func update(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func update(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	fmt.Println("Handling the diff")
 	fmt.Println(c.Diff)
 	return nil, nil
 }
 
-func updateLst(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func updateLst(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	fmt.Printf("Handling the FIELD = %v -> %v\n", c.Old, c.New)
 	return nil, nil
 }
 
 // deleteFn does nothing, but being there, it keeps the finalizer on the
 // objects, so that their deletion is handled.
-func deleteFn(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func deleteFn(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	return nil, nil
 }
 
@@ -111,16 +115,16 @@ func waitForSomething(ctx context.Context) error { return pause(ctx, time.Second
 
 // createPod creates a pod that is the object's child: owned by it, in its
 // namespace, named and labelled after it, plus the children's label.
-func createPod(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func createPod(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 		Name:    "the-only-one",
 		Image:   "busybox",
 		Command: []string{"sh", "-x", "-c", "sleep 1"},
 	}}}}
-	if err := handlers.Adopt(pod, obj); err != nil {
+	if err := hierarchies.Adopt(pod, obj); err != nil {
 		return nil, handlers.Permanent(err)
 	}
-	if err := handlers.LabelChild(pod, childLabels); err != nil {
+	if err := hierarchies.Label(pod, childLabels); err != nil {
 		return nil, handlers.Permanent(err)
 	}
 	if err := handlers.Client(ctx).Create(ctx, pod); err != nil {
@@ -129,7 +133,7 @@ func createPod(ctx context.Context, obj *unstructured.Unstructured, c *handlers.
 	return nil, nil
 }
 
-func examplePodChange(ctx context.Context, pod *corev1.Pod, e *handlers.RawEvent) (any, error) {
+func examplePodChange(ctx context.Context, pod *corev1.Pod, e *cause.Event) (any, error) {
 	logr.FromContextOrDiscard(ctx).Info("This pod is special for us.")
 	return nil, nil
 }

@@ -3,7 +3,8 @@ package admission
 import (
 	"errors"
 	"fmt"
-	"net/http"
+
+	"github.com/kopf-go/kopf/pkg/admission"
 
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
@@ -11,19 +12,11 @@ import (
 )
 
 // DefaultCode is the status code of a denial that names none.
-const DefaultCode = http.StatusInternalServerError
+const DefaultCode = admission.DefaultCode
 
-// Error denies an API request with a message and a status code (zero:
-// DefaultCode, 500) for the API client. Any error denies the request; this
-// one is preferred when several handlers fail, and it alone carries a code.
-type Error struct {
-	Message string
-	Code    int
-}
-
-// Error returns the message. The receiver is a value, so that both Error
-// and *Error are errors.
-func (e Error) Error() string { return e.Message }
+// Error denies an API request with a message and a status code (the
+// public admission.Error).
+type Error = admission.Error
 
 // asError finds an Error (by value or by pointer) in err's chain.
 func asError(err error) (Error, bool) {

@@ -12,31 +12,32 @@ import (
 	"fmt"
 	"slices"
 
-	admissionv1 "k8s.io/api/admission/v1"
+	"github.com/kopf-go/kopf/pkg/admission"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kopf-go/kopf/internal/registry"
 )
 
-// Type says whether a handler validates or mutates.
-type Type string
+// Type says whether a handler validates or mutates (admission.Type).
+type Type = admission.Type
 
 // The handler types, with Kopf's names.
 const (
-	Validating Type = "validating"
-	Mutating   Type = "mutating"
+	Validating = admission.Validating
+	Mutating   = admission.Mutating
 )
 
 // Operation is an API operation under admission: CREATE, UPDATE, DELETE or
 // CONNECT.
-type Operation = admissionv1.Operation
+type Operation = admission.Operation
 
 // The operations.
 const (
-	Create  = admissionv1.Create
-	Update  = admissionv1.Update
-	Delete  = admissionv1.Delete
-	Connect = admissionv1.Connect
+	Create  = admission.Create
+	Update  = admission.Update
+	Delete  = admission.Delete
+	Connect = admission.Connect
 )
 
 // AnySubresource makes a handler serve the main resource and all its

@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/mergepatch"
+
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Op is one JSONPatch (RFC 6902) operation.
@@ -52,7 +54,7 @@ func JSONPatch(body map[string]any, patches ...*patch.Patch) ([]Op, error) {
 		if p == nil || p.IsEmpty() {
 			continue
 		}
-		plain, err := fields.Normalize(p.Body())
+		plain, err := fields.Normalize(mergepatch.Whole(p))
 		if err != nil {
 			return nil, fmt.Errorf("encode the patch: %w", err)
 		}

@@ -19,10 +19,10 @@ import (
 
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/metrics"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // UnknownResourceError is a review of a resource that no handler serves.
@@ -90,7 +90,7 @@ func Review(ctx context.Context, reg *Registry, mapper meta.RESTMapper, in Input
 	resp := &admissionv1.AdmissionResponse{UID: in.Request.UID}
 	var patches []*patch.Patch
 	for i, h := range selected {
-		hr := r.forHandler(h)
+		hr := forHandler(r, h)
 		err := call(logr.NewContext(ctx, log.WithValues("handler", h.ID)), h, objectFor(obj, selected, i), hr)
 		if _, panicked := err.(*contain.Panic); panicked {
 			metrics.CallbackPanicked(kindLabel, metrics.CallbackWebhook, h.ID)

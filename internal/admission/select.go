@@ -5,8 +5,8 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/contain"
-	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
 // Hint narrows the handlers of a review: the webhook server knows the
@@ -59,15 +59,15 @@ func (h *Handler) matches(obj registry.Object, r *Request) bool {
 			return false
 		}
 	}
-	if h.When != nil && !h.When(obj, r.cause(h.ID)) {
+	if h.When != nil && !h.When(obj, causeOf(r, h.ID)) {
 		return false
 	}
-	return h.WhenRequest == nil || h.WhenRequest(obj, r.forHandler(h))
+	return h.WhenRequest == nil || h.WhenRequest(obj, forHandler(r, h))
 }
 
-// cause presents the request to filters written for change handlers: the
+// causeOf presents the request to filters written for change handlers: the
 // body, old/new and diff, and the operation as a reason where one fits.
-func (r *Request) cause(id string) *causes.Cause {
+func causeOf(r *Request, id string) *causes.Cause {
 	c := &causes.Cause{HandlerID: id, Body: r.Body, Old: orNil(r.Old), New: orNil(r.New), Diff: r.Diff, Patch: r.Patch}
 	switch r.Operation {
 	case Create:

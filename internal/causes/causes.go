@@ -1,62 +1,51 @@
 // Package causes decides why a processing cycle happens (the object was
 // created, updated, resumed after a restart, or is being deleted) from the
-// object and the state the framework stored on it; it is pure logic.
+// object and the state the framework stored on it; it is pure logic. The
+// causes that handlers get are pkg/cause's; the engine names them here as
+// it always has.
 package causes
 
 import (
-	"time"
+	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/diff"
 )
 
-// Object is a Kubernetes object, typed or unstructured (the same method set
-// as controller-runtime's client.Object, without depending on it).
-type Object interface {
-	metav1.Object
-	runtime.Object
-}
-
-// Reason is why a cycle happens. The first four select change handlers;
-// the others only explain why nothing runs.
-type Reason string
+// The engine's names of the public causes (pkg/cause).
+type (
+	// Object is a Kubernetes object, typed or unstructured.
+	Object = cause.Object
+	// Reason is why a cycle happens. The first four select change
+	// handlers; the engine's own (NoOp, Free, Gone) explain why nothing
+	// runs.
+	Reason = cause.Reason
+	// Cause is what a change handler learns.
+	Cause = cause.Change
+	// Event is what an on-event handler learns.
+	Event = cause.Event
+	// Activity is what an activity handler learns.
+	Activity = cause.Activity
+)
 
 // The reasons, with Kopf's names.
 const (
-	Create Reason = "create"
-	Update Reason = "update"
-	Delete Reason = "delete"
-	Resume Reason = "resume"
+	Create        = cause.Create
+	Update        = cause.Update
+	Delete        = cause.Delete
+	Resume        = cause.Resume
 	NoOp   Reason = "noop"
 	Free   Reason = "free"
 	Gone   Reason = "gone"
 )
 
-// Title is how Kopf names the handling of a reason in its log lines
-// ("Creation is processed: ...").
-func (r Reason) Title() string {
-	switch r {
-	case Create:
-		return "Creation"
-	case Update:
-		return "Updating"
-	case Delete:
-		return "Deletion"
-	case Resume:
-		return "Resuming"
-	}
-	return string(r)
-}
-
-// HandlesChanges reports whether change handlers run for this reason.
-func (r Reason) HandlesChanges() bool {
-	return r == Create || r == Update || r == Delete || r == Resume
-}
+// Watch event types (cause.Event.Type).
+const (
+	EventListed   = cause.EventListed
+	EventAdded    = cause.EventAdded
+	EventModified = cause.EventModified
+	EventDeleted  = cause.EventDeleted
+)
 
 // Input is what the cause detection looks at.
 type Input struct {
@@ -96,109 +85,38 @@ func Detect(in Input) (Reason, bool) {
 	return Update, in.Initial
 }
 
-// Cause is what a change handler learns about the cycle beside the object
-// itself.
-type Cause struct {
-	// Reason is create, update, delete or resume. Resume handlers that join
-	// an update or a deletion see that reason, as in Kopf.
-	Reason Reason
-	// HandlerID is the id of the handler being called.
-	HandlerID string
-	// Param is the value the handler was registered with (Param option).
-	Param any
-	// Body is the object as a JSON-like map. Treat it as read-only.
-	Body map[string]any
-	// Old and New are the last handled and the current essence; for a
-	// handler of a field, the values of that field. Nil means absent.
-	Old, New any
-	// Diff lists the changes from Old to New.
-	Diff diff.Diff
-	// Retry is the number of earlier attempts of this handler for this cause.
-	Retry int
-	// Started is when the first attempt began.
-	Started time.Time
-	// Runtime is how long ago the first attempt began.
-	Runtime time.Duration
-	// Patch collects changes to the object; it is applied after the handler
-	// returns, together with the framework's own changes.
-	Patch *patch.Patch
-	// Memo is the object's memo, shared with its other handlers, daemons
-	// and timers for as long as this process knows the object.
-	Memo *memo.Memo
-	// Indices are the operator's indices, by index handler id.
-	Indices *indexing.Indices
+// subhandlersKey keys a change handler's call's Subhandlers in its context.
+type subhandlersKey struct{}
 
-	// subhandlers collects what the handler registers as sub-handlers
-	// (nil where sub-handlers cannot be registered).
-	subhandlers *[]any
+// Subhandlers collects what a change handler registers as sub-handlers
+// (the engine's handler type) during its call. It rides in the call's
+// context, as Kopf's sub-handlers' registry rides in a context variable,
+// so that the public cause carries no plumbing.
+type Subhandlers struct{ list []any }
+
+// WithSubhandlers returns a context in which sub-handlers can be
+// registered, and what collects them.
+func WithSubhandlers(ctx context.Context) (context.Context, *Subhandlers) {
+	s := &Subhandlers{}
+	return context.WithValue(ctx, subhandlersKey{}, s), s
 }
 
-// AllowSubhandlers lets the handler that gets the cause register
-// sub-handlers. (Functions, not methods: the cause is the users' type,
-// and this is the engine's plumbing.)
-func AllowSubhandlers(c *Cause) { c.subhandlers = &[]any{} }
-
-// AddSubhandler registers a sub-handler (the engine's handler type) and
-// reports whether sub-handlers can be registered here at all.
-func AddSubhandler(c *Cause, h any) bool {
-	if c.subhandlers == nil {
+// AddSubhandler registers a sub-handler in the context's collector and
+// reports whether sub-handlers can be registered there at all.
+func AddSubhandler(ctx context.Context, h any) bool {
+	s := SubhandlersOf(ctx)
+	if s == nil {
 		return false
 	}
-	*c.subhandlers = append(*c.subhandlers, h)
+	s.list = append(s.list, h)
 	return true
 }
 
-// Subhandlers are the sub-handlers registered so far with the cause.
-func Subhandlers(c *Cause) []any {
-	if c.subhandlers == nil {
-		return nil
-	}
-	return *c.subhandlers
+// SubhandlersOf is the context's collector, nil if it has none.
+func SubhandlersOf(ctx context.Context) *Subhandlers {
+	s, _ := ctx.Value(subhandlersKey{}).(*Subhandlers)
+	return s
 }
 
-// Watch event types, as on-event handlers see them. The initial listing
-// (and the listing after a freeze) has no type, as in Kopf.
-const (
-	EventListed   = ""
-	EventAdded    = "ADDED"
-	EventModified = "MODIFIED"
-	EventDeleted  = "DELETED"
-)
-
-// Event is what an on-event handler learns beside the object.
-type Event struct {
-	// Type is the watch event's type: EventListed, EventAdded,
-	// EventModified or EventDeleted.
-	Type string
-	// HandlerID is the id of the handler being called.
-	HandlerID string
-	// Param is the value the handler was registered with.
-	Param any
-	// Body is the object as a JSON-like map. Treat it as read-only.
-	Body map[string]any
-	// Patch collects changes to the object (results go to status.<id>).
-	Patch *patch.Patch
-	// Memo and Indices are as in Cause.
-	Memo    *memo.Memo
-	Indices *indexing.Indices
-}
-
-// Spec returns the object's spec as a map, nil if it has none.
-func (c *Cause) Spec() map[string]any {
-	spec, _ := c.Body["spec"].(map[string]any)
-	return spec
-}
-
-// Activity is what an activity handler (startup, cleanup, login, probe)
-// learns: its retry count and timing, the operator's memo and indices.
-type Activity struct {
-	HandlerID string
-	Param     any
-	Retry     int
-	Started   time.Time
-	Runtime   time.Duration
-	// Memo is the operator's memo: what startup handlers put there, every
-	// object's memo starts with.
-	Memo    *memo.Memo
-	Indices *indexing.Indices
-}
+// List is what was registered so far, in order.
+func (s *Subhandlers) List() []any { return s.list }

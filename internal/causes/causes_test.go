@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
 var someDiff = diff.Diff{{Op: diff.Change, Field: fields.Path{"spec", "field"}, Old: "value", New: "changed"}}

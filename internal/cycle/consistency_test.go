@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/memory"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 func TestVersionReached(t *testing.T) {

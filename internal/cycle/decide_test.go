@@ -7,9 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/diff"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/write"
+	"github.com/kopf-go/kopf/pkg/diff"
 )
 
 // decided is the whole decision of one cycle: the step and cause, the

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kopf-go/kopf/internal/diff"
 	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/pkg/diff"
 )
 
 // facts are what a cycle knows of its object before anything is done.

@@ -7,8 +7,9 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // attempt runs the function once on the object's latest state, delivers
@@ -16,43 +17,35 @@ import (
 // frame, like Execute's, stays on the stack while a daemon runs, so the
 // work before and after the call lives in functions of its own.
 func (r *runner) attempt(state *execution.HandlerState) *execution.HandlerState {
-	obj, cause, err := r.prepare(state)
+	obj, cause, now, err := r.prepare(state)
 	if err != nil {
 		return r.fetchFailed(state, err)
 	}
-	outcome := execution.Execute(r.logCtx, &r.h.Handler, state, cause.now, r.defaults(), func(ctx context.Context) (any, error) {
+	outcome := execution.Execute(r.logCtx, &r.h.Handler, state, now, r.defaults(), func(ctx context.Context) (any, error) {
 		return execution.PlainResult(r.h.Fn(ctx, obj, cause))
 	})
-	r.sup.settings.Observer.Attempted(r.obj.host, &r.h, outcome, r.sup.clock.Since(cause.now))
+	r.sup.settings.Observer.Attempted(r.obj.host, &r.h, outcome, r.sup.clock.Since(now))
 	return r.finish(state, cause, outcome)
 }
 
-// prepare reads the object and makes the cause of one attempt.
+// prepare reads the object and makes the cause of one attempt, begun now.
 //
 //go:noinline
-func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonCause, error) {
+func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonCause, time.Time, error) {
 	obj := r.first
 	r.first = nil
 	if obj == nil {
 		var err error
 		if obj, err = r.obj.host.Fetch(r.ctx, r.obj.ref); err != nil {
-			return nil, nil, err
+			return nil, nil, time.Time{}, err
 		}
 	}
 	now := r.sup.clock.Now()
-	return obj, &DaemonCause{
-		HandlerID: r.h.ID,
-		Param:     r.h.Param,
-		Retry:     state.Retries,
-		Started:   state.Started,
-		Runtime:   state.Runtime(now),
-		Patch:     patch.New(),
-		Memo:      r.objectMemo(),
-		Indices:   r.sup.settings.Indices,
-		r:         r,
-		now:       now,
-		obj:       obj,
-	}, nil
+	c := cause.NewDaemon(r, obj)
+	c.HandlerID, c.Param = r.h.ID, r.h.Param
+	c.Retry, c.Started, c.Runtime = state.Retries, state.Started, state.Runtime(now)
+	c.Patch, c.Memo, c.Indices = patch.New(), r.objectMemo(), r.sup.settings.Indices
+	return obj, c, now, nil
 }
 
 // objectMemo is the object's memo as the last Sync gave it.

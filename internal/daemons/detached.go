@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Detached is a daemon's or timer's call outside any supervisor, for unit
@@ -30,8 +31,9 @@ type Detached struct {
 func Detach(id string, obj causes.Object, body map[string]any, retry int, started time.Time) *Detached {
 	d := &Detached{stopped: make(chan struct{}), body: body}
 	d.latestF = func(context.Context) (causes.Object, error) { return obj, nil }
-	d.Cause = &DaemonCause{HandlerID: id, Retry: retry, Started: started, Runtime: time.Since(started),
-		Patch: patch.New(), Memo: &memo.Memo{}, r: d, now: time.Now(), obj: obj}
+	d.Cause = cause.NewDaemon(d, obj)
+	d.Cause.HandlerID, d.Cause.Retry, d.Cause.Started, d.Cause.Runtime = id, retry, started, time.Since(started)
+	d.Cause.Patch, d.Cause.Memo = patch.New(), &memo.Memo{}
 	return d
 }
 
@@ -50,18 +52,20 @@ func (d *Detached) Stop(reason StopReason) {
 // SetLatest makes Latest return the function's answer.
 func (d *Detached) SetLatest(f func(context.Context) (causes.Object, error)) { d.latestF = f }
 
-func (d *Detached) bodyOf(causes.Object) map[string]any { return d.body }
-func (d *Detached) stoppedChan() <-chan struct{}        { return d.stopped }
+// Body, Stopped, StopReason, Sleep and Latest run the cause
+// (cause.DaemonRun).
+func (d *Detached) Body(causes.Object) map[string]any { return d.body }
+func (d *Detached) Stopped() <-chan struct{}          { return d.stopped }
 
-func (d *Detached) stopReason() StopReason {
+func (d *Detached) StopReason() StopReason {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.reason
 }
 
-// sleep sleeps in real time: unit tests of daemons pass short durations,
+// Sleep sleeps in real time: unit tests of daemons pass short durations,
 // or stop the daemon.
-func (d *Detached) sleep(ctx context.Context, duration time.Duration) bool {
+func (d *Detached) Sleep(ctx context.Context, duration time.Duration) bool {
 	select {
 	case <-d.stopped:
 		return false
@@ -82,7 +86,7 @@ func (d *Detached) sleep(ctx context.Context, duration time.Duration) bool {
 	}
 }
 
-func (d *Detached) latest(ctx context.Context) (causes.Object, error) {
+func (d *Detached) Latest(ctx context.Context) (causes.Object, error) {
 	if d.latestF == nil {
 		return nil, errors.New("no latest object")
 	}

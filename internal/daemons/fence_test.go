@@ -31,7 +31,7 @@ func TestFenceCancelsAtOnce(t *testing.T) {
 		case <-time.After(patience):
 			t.Fatalf("%s's context is not cancelled by the fence", id)
 		}
-		if got := cause(c.ctx); got&StopOperatorExiting == 0 || got&StopCancelled == 0 {
+		if got := stopCause(c.ctx); got&StopOperatorExiting == 0 || got&StopCancelled == 0 {
 			t.Errorf("%s's cause = %s, want OPERATOR_EXITING and DAEMON_CANCELLED", id, got)
 		}
 	}

@@ -27,7 +27,7 @@ func TestGoneStopsAndForgets(t *testing.T) {
 	calls["y"].do(untilCancelled)
 
 	h.sup.Gone(ref.UID)
-	if diff := cmp.Diff("RESOURCE_DELETED|DAEMON_CANCELLED", cause(calls["y"].ctx).String()); diff != "" {
+	if diff := cmp.Diff("RESOURCE_DELETED|DAEMON_CANCELLED", stopCause(calls["y"].ctx).String()); diff != "" {
 		t.Errorf("y's cause (-want +got):\n%s", diff)
 	}
 	h.eventually("the object to be forgotten", func() bool { return !h.known(ref.UID) })

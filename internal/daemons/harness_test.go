@@ -19,7 +19,7 @@ import (
 	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // t0 is the fake clock's time when each test begins.
@@ -364,9 +364,9 @@ func (h *harness) enqueued(n int) {
 	}
 }
 
-// cause returns the context's cause as a stop reason, zero if it is not
+// stopCause returns the context's cause as a stop reason, zero if it is not
 // cancelled or by something else.
-func cause(ctx context.Context) StopReason {
+func stopCause(ctx context.Context) StopReason {
 	var r StopReason
 	if !errors.As(context.Cause(ctx), &r) {
 		return 0

@@ -40,17 +40,17 @@ type runner struct {
 	escalating bool
 }
 
-// stopReason reads the reasons so far under the lock: the function's cause
+// StopReason reads the reasons so far under the lock: the function's cause
 // and the log lines ask for them from other goroutines than the stopper.
-func (r *runner) stopReason() StopReason {
+func (r *runner) StopReason() StopReason {
 	r.sup.mu.Lock()
 	defer r.sup.mu.Unlock()
 	return r.reason
 }
 
-// bodyOf is the object as a map; nil if it cannot be made, which is
+// Body is the object as a map; nil if it cannot be made, which is
 // logged.
-func (r *runner) bodyOf(obj causes.Object) map[string]any {
+func (r *runner) Body(obj causes.Object) map[string]any {
 	body, err := r.obj.host.Body(obj)
 	if err != nil {
 		r.log.Error(err, "The object cannot be read as a map.")
@@ -59,10 +59,15 @@ func (r *runner) bodyOf(obj causes.Object) map[string]any {
 	return body
 }
 
-func (r *runner) stoppedChan() <-chan struct{} { return r.stopped }
+// Stopped, with Body, StopReason, Sleep and Latest, runs the daemon's
+// cause (cause.DaemonRun).
+func (r *runner) Stopped() <-chan struct{} { return r.stopped }
 
-// latest reads the object afresh.
-func (r *runner) latest(ctx context.Context) (causes.Object, error) {
+// Sleep is sleep, for the daemon's cause.
+func (r *runner) Sleep(ctx context.Context, d time.Duration) bool { return r.sleep(ctx, d) }
+
+// Latest reads the object afresh.
+func (r *runner) Latest(ctx context.Context) (causes.Object, error) {
 	obj, err := r.obj.host.Fetch(ctx, r.obj.ref)
 	if err != nil {
 		return nil, fmt.Errorf("read the latest %s: %w", r.obj.ref, err)

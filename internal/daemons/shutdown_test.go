@@ -61,7 +61,7 @@ func TestShutdownStopsEverything(t *testing.T) {
 	h.waitStart()
 	got := map[string]string{}
 	for _, c := range daemons {
-		got[c.Obj.GetName()] = cause(c.ctx).String()
+		got[c.Obj.GetName()] = stopCause(c.ctx).String()
 	}
 	want := map[string]string{
 		"name":  "OPERATOR_EXITING|DAEMON_CANCELLED",

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/lazylog"
-	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // object is what the supervisor knows of one object.

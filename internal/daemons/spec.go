@@ -2,16 +2,14 @@ package daemons
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Kind tells daemons from timers.
@@ -99,72 +97,6 @@ type Host interface {
 	Label() string
 }
 
-// DaemonCause is what a daemon or timer learns beside its object.
-type DaemonCause struct {
-	// HandlerID is the daemon's or timer's id.
-	HandlerID string
-	// Param is the value the daemon or timer was registered with.
-	Param any
-	// Retry is the number of earlier failed attempts (for a timer, since
-	// its last success).
-	Retry int
-	// Started is when the first of those attempts began.
-	Started time.Time
-	// Runtime is the time since then.
-	Runtime time.Duration
-	// Patch collects changes to the object; it is written when the call
-	// returns, together with the result.
-	Patch *patch.Patch
-	// Memo is the object's memo, shared with its change handlers.
-	Memo *memo.Memo
-	// Indices are the operator's indices.
-	Indices *indexing.Indices
-
-	r   control
-	now time.Time
-	// obj is the object when the call began; body its map, made on the
-	// first call of Body (a running daemon holds it as long as it runs).
-	obj      causes.Object
-	bodyOnce sync.Once
-	body     map[string]any
-}
-
-// Body is the object as a JSON-like map when the call began; read-only.
-// For unstructured objects it is the object's own map; typed objects are
-// converted on the first call (nil if that fails, which is logged).
-func (d *DaemonCause) Body() map[string]any {
-	d.bodyOnce.Do(func() {
-		d.body = d.r.bodyOf(d.obj)
-	})
-	return d.body
-}
-
-// Stopped is closed when the daemon is asked to stop (the object is
-// deleted or stops matching, the operator pauses or exits). The context is
-// cancelled at the same time, or after the cancellation backoff.
-func (d *DaemonCause) Stopped() <-chan struct{} { return d.r.stoppedChan() }
-
-// StopReason says why the daemon is stopping; zero while it is not.
-func (d *DaemonCause) StopReason() StopReason { return d.r.stopReason() }
-
-// Sleep waits for the duration and reports true, or reports false as soon
-// as the daemon is asked to stop or ctx is done.
-func (d *DaemonCause) Sleep(ctx context.Context, duration time.Duration) bool {
-	return d.r.sleep(ctx, duration)
-}
-
-// Latest returns a fresh copy of the object as the operator's cache has it
-// now; a daemon that runs for long sees the object's changes through it.
-func (d *DaemonCause) Latest(ctx context.Context) (causes.Object, error) {
-	return d.r.latest(ctx)
-}
-
-// control is what a DaemonCause asks of whoever runs the call: the
-// supervisor's runner, or a test's Detached.
-type control interface {
-	bodyOf(obj causes.Object) map[string]any
-	stoppedChan() <-chan struct{}
-	stopReason() StopReason
-	sleep(ctx context.Context, d time.Duration) bool
-	latest(ctx context.Context) (causes.Object, error)
-}
+// DaemonCause is what a daemon or timer learns (the public cause.Daemon);
+// the supervisor's runner, or a test's Detached, runs it.
+type DaemonCause = cause.Daemon

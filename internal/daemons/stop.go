@@ -213,7 +213,7 @@ func (r *runner) escalate(backoff, timeout time.Duration) {
 		enqueue := !r.sup.closing && !r.sup.paused && !r.obj.gone
 		r.sup.mu.Unlock()
 		r.sup.settings.Local(r.log).Info(fmt.Sprintf("%s did not exit in time. Leaving it orphaned.", r.h.Handler),
-			"reason", r.stopReason().String())
+			"reason", r.StopReason().String())
 		r.sup.notify()
 		if enqueue {
 			r.obj.host.Enqueue(r.obj.ref) // the deletion need not wait for it any more

@@ -24,7 +24,7 @@ type stopped struct {
 
 func observe(c *call, blocking []string, polling time.Duration) stopped {
 	s := stopped{Blocking: blocking, Polling: polling, Cancelled: c.ctx.Err() != nil,
-		Cause: cause(c.ctx).String(), Reason: c.d.StopReason().String()}
+		Cause: stopCause(c.ctx).String(), Reason: c.d.StopReason().String()}
 	select {
 	case <-c.d.Stopped():
 		s.Signalled = true
@@ -227,7 +227,7 @@ func TestStopTimeout(t *testing.T) {
 	}
 	// The abandoned daemon still runs, so it is not spawned twice.
 	h.sync(x)
-	if r := h.runner(ref.UID, "x"); r == nil || r != c.d.r {
+	if r := h.runner(ref.UID, "x"); r == nil || r.Stopped() != c.d.Stopped() {
 		t.Errorf("the abandoned runner was replaced or forgotten")
 	}
 	h.release()
@@ -325,11 +325,11 @@ func TestFiltersMismatch(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	h.sync() // x no longer matches
-	if diff := cmp.Diff("FILTERS_MISMATCH|DAEMON_CANCELLED", cause(first.ctx).String()); diff != "" {
+	if diff := cmp.Diff("FILTERS_MISMATCH|DAEMON_CANCELLED", stopCause(first.ctx).String()); diff != "" {
 		t.Errorf("cause (-want +got):\n%s", diff)
 	}
 	h.sync(x) // it matches again, but still stops
-	if r := h.runner(ref.UID, "x"); r != first.d.r {
+	if r := h.runner(ref.UID, "x"); r == nil || r.Stopped() != first.d.Stopped() {
 		t.Errorf("a stopping daemon was replaced by Sync")
 	}
 	h.clock.Step(time.Second)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/kopf-go/kopf/internal/indexing"
+	"github.com/kopf-go/kopf/pkg/indexing"
 )
 
 // Settings of the supervisor; zero values mean the defaults.

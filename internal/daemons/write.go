@@ -3,6 +3,7 @@ package daemons
 import (
 	"context"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"time"
 
 	"github.com/kopf-go/kopf/internal/execution"
@@ -20,7 +21,7 @@ func (r *runner) finish(state *execution.HandlerState, cause *DaemonCause, outco
 		return state // stopping: the loop ends, nothing is recorded
 	}
 	if outcome.Err == nil && outcome.Result != nil {
-		if err := cause.Patch.SetResult(r.h.ID, outcome.Result); err != nil {
+		if err := mergepatch.SetResult(cause.Patch, r.h.ID, outcome.Result); err != nil {
 			r.log.Error(err, fmt.Sprintf("The result of %s cannot be stored.", r.h.Handler))
 		}
 	}

@@ -15,11 +15,11 @@ import (
 
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/freeze"
-	"github.com/kopf-go/kopf/internal/indexing"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/resources"
 	"github.com/kopf-go/kopf/internal/scopes"
+	"github.com/kopf-go/kopf/pkg/indexing"
 )
 
 // engine runs the kinds' controllers on a cache of their own, and stops

@@ -15,8 +15,8 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/write"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // kindHost is the daemons' host for one kind (daemons.Host): it reads the

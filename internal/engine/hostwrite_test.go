@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,14 +13,14 @@ import (
 
 	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/memory"
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/write"
 	"github.com/kopf-go/kopf/internal/write/writetest"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // A daemon's, timer's or on-event handler's patch (kindHost.Apply) goes
@@ -101,7 +102,7 @@ func TestHostApplyGuards(t *testing.T) {
 func hostPatch() *patch.Patch {
 	p := patch.New()
 	p.SetLabel("handled", "yes")
-	if err := p.SetResult("create_fn", map[string]any{"done": true}); err != nil {
+	if err := mergepatch.SetResult(p, "create_fn", map[string]any{"done": true}); err != nil {
 		panic(err)
 	}
 	return p

@@ -9,10 +9,10 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/cycle"
 	"github.com/kopf-go/kopf/internal/daemons"
-	"github.com/kopf-go/kopf/internal/diffbase"
 	"github.com/kopf-go/kopf/internal/lazylog"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/diffbase"
 )
 
 // daemonSync keeps the kind's daemons and timers in line with an object:

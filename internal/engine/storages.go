@@ -4,11 +4,11 @@ import (
 	"fmt"
 
 	"github.com/kopf-go/kopf/internal/contain"
-	"github.com/kopf-go/kopf/internal/diffbase"
-	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/metrics"
-	"github.com/kopf-go/kopf/internal/patch"
-	"github.com/kopf-go/kopf/internal/progress"
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 // The progress and diff-base storages may be the operator's own

@@ -6,42 +6,31 @@ package execution
 import (
 	"errors"
 	"time"
+
+	"github.com/kopf-go/kopf/pkg/failure"
 )
 
-// ErrorsMode says what an arbitrary error (neither TemporaryError nor
-// PermanentError) returned by a handler means.
-type ErrorsMode int
+// ErrorsMode says what an arbitrary error returned by a handler means
+// (the public failure.ErrorsMode).
+type ErrorsMode = failure.ErrorsMode
 
-// The modes, as Kopf's ErrorsMode. The zero value picks the handler kind's
-// default: Temporary for change handlers.
+// The modes, as Kopf's ErrorsMode.
 const (
-	ErrorsDefault ErrorsMode = iota
-	ErrorsTemporary
-	ErrorsPermanent
-	ErrorsIgnored
+	ErrorsDefault   = failure.ErrorsDefault
+	ErrorsTemporary = failure.ErrorsTemporary
+	ErrorsPermanent = failure.ErrorsPermanent
+	ErrorsIgnored   = failure.ErrorsIgnored
 )
-
-func (m ErrorsMode) String() string {
-	switch m {
-	case ErrorsTemporary:
-		return "temporary"
-	case ErrorsPermanent:
-		return "permanent"
-	case ErrorsIgnored:
-		return "ignored"
-	}
-	return "default"
-}
 
 // DefaultTemporaryDelay is Kopf's default delay of a TemporaryError.
-const DefaultTemporaryDelay = 60 * time.Second
+const DefaultTemporaryDelay = failure.DefaultTemporaryDelay
 
-// TemporaryError asks for the handler to be called again after Delay (zero:
-// at once), within its retries and timeout.
-type TemporaryError struct {
-	Err   error
-	Delay time.Duration
-}
+// TemporaryError and PermanentError are the handlers' own failures (the
+// public failure types).
+type (
+	TemporaryError = failure.TemporaryError
+	PermanentError = failure.PermanentError
+)
 
 // NewTemporaryError returns a TemporaryError with a message and a delay.
 func NewTemporaryError(message string, delay time.Duration) *TemporaryError {
@@ -51,15 +40,6 @@ func NewTemporaryError(message string, delay time.Duration) *TemporaryError {
 // Temporary wraps an error so that the handler is retried after the delay.
 func Temporary(err error, delay time.Duration) error { return &TemporaryError{Err: err, Delay: delay} }
 
-func (e *TemporaryError) Error() string { return errText(e.Err) }
-func (e *TemporaryError) Unwrap() error { return e.Err }
-
-// PermanentError stops the handler for this cause: it is not retried until
-// the object's essence changes again.
-type PermanentError struct {
-	Err error
-}
-
 // NewPermanentError returns a PermanentError with a message.
 func NewPermanentError(message string) *PermanentError {
 	return &PermanentError{Err: errors.New(message)}
@@ -67,9 +47,6 @@ func NewPermanentError(message string) *PermanentError {
 
 // Permanent wraps an error so that the handler is not retried.
 func Permanent(err error) error { return &PermanentError{Err: err} }
-
-func (e *PermanentError) Error() string { return errText(e.Err) }
-func (e *PermanentError) Unwrap() error { return e.Err }
 
 // HandlerTimeoutError is the framework's permanent failure of a handler
 // that ran out of its timeout.
@@ -89,13 +66,6 @@ func (e *HandlerRetriesError) Error() string { return e.Message }
 type ChildrenRetry struct{ Delay time.Duration }
 
 func (e *ChildrenRetry) Error() string { return "None" }
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
 
 // isPermanent reports errors that end the handler at once.
 func isPermanent(err error) bool {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kopf-go/kopf/internal/progress"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 // HandlerState is one handler's progress for the current cause: loaded from

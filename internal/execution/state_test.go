@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/kopf-go/kopf/internal/progress"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 func at(d time.Duration) *time.Time { t := t0.Add(d); return &t }

@@ -5,6 +5,7 @@ package lowlevel
 import (
 	"context"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"sync"
 	"time"
 
@@ -19,14 +20,14 @@ import (
 	"github.com/kopf-go/kopf/internal/cycle"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/indexing"
 	"github.com/kopf-go/kopf/internal/memory"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Kind is what the low-level handlers of one kind need of it.
@@ -229,7 +230,7 @@ func (l *Handler) event(log logr.Logger, h *registry.EventHandler, s *registry.S
 		func(ctx context.Context) (any, error) { return execution.PlainResult(h.Fn(ctx, s.Obj, e)) })
 	countPanic(l.k.Label, metrics.CallbackEvent, h.ID, outcome)
 	if outcome.Err == nil && outcome.Result != nil {
-		if err := e.Patch.SetResult(h.ID, outcome.Result); err != nil {
+		if err := mergepatch.SetResult(e.Patch, h.ID, outcome.Result); err != nil {
 			log.Error(err, fmt.Sprintf("The result of %s cannot be stored.", h.Handler))
 		}
 	}

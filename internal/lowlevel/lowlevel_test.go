@@ -11,12 +11,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
 	"github.com/kopf-go/kopf/internal/memory"
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // TestDeletedEventRemembersNothing: the DELETED raw event of an object

@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kopf-go/kopf/internal/memo"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // An object created anew under a known name replaces the memory of the

@@ -2,12 +2,13 @@ package posting
 
 import (
 	"github.com/go-logr/logr"
+	"github.com/kopf-go/kopf/pkg/events"
 )
 
 // LocalKey, as a key with the value true in a log line or in WithValues,
 // keeps lines from being posted (Kopf's k8s_skip). The sink removes it
 // before passing the line on.
-const LocalKey = "k8s_skip"
+const LocalKey = events.LocalKey
 
 // sink passes every line on to next and posts those that the poster's
 // settings let through as Events about ref (Kopf's K8sPoster).

@@ -1,46 +1,22 @@
 package posting
 
-// Level orders Events and log lines by severity, as Python's logging levels
-// order Kopf's. The zero value is LevelInfo, Kopf's default threshold.
-type Level int
+import "github.com/kopf-go/kopf/pkg/events"
+
+// Level orders Events and log lines by severity (the public
+// events.Level).
+type Level = events.Level
 
 // Levels, lowest first.
 const (
-	LevelDebug   Level = -1
-	LevelInfo    Level = 0
-	LevelWarning Level = 1
-	LevelError   Level = 2
+	LevelDebug   = events.LevelDebug
+	LevelInfo    = events.LevelInfo
+	LevelWarning = events.LevelWarning
+	LevelError   = events.LevelError
 )
 
-// Settings are the gates of Kopf's settings.posting. The zero value is
-// Kopf's defaults: posting enabled, level Info, log lines not posted.
-//
-// Unlike Kopf, whose kopf.warn ignores `enabled` and whose kopf.event
-// ignores `level`, the gates apply the same way to everything queued:
-// Disabled stops all of it, and Level applies to every Event by its type
-// (see LevelOf), which is what Kopf's documentation promises.
-type Settings struct {
-	// Disabled stops all Events from handlers and from log lines (Kopf:
-	// settings.posting.enabled = False). The engine's own Post calls are
-	// not gated by it; see Poster.Allows.
-	Disabled bool
-	// Level is the lowest level posted (Kopf: settings.posting.level,
-	// logging.INFO by default).
-	Level Level
-	// Loggers posts handler log lines as Events with reason "Logging"
-	// (Kopf: settings.posting.loggers, False since Kopf 1.44).
-	Loggers bool
-	// ReportingComponent and ReportingInstance say who posts the Events
-	// (Kopf: settings.posting.reporting_component, default "kopf", and
-	// reporting_instance, default "dev"); a Poster's own fields win.
-	ReportingComponent string
-	ReportingInstance  string
-}
-
-// Allows tells whether an Event of the level passes the gates.
-func (s Settings) Allows(level Level) bool {
-	return !s.Disabled && level >= s.Level
-}
+// Settings are the gates of Kopf's settings.posting (the public
+// events.Settings).
+type Settings = events.Settings
 
 // LevelOf is the level of an Event type: Debug, Normal (and any type
 // Kubernetes does not know, such as a custom "SomeType"), Warning, and

@@ -2,61 +2,24 @@ package registry
 
 import (
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/fields"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // Object is a Kubernetes object, typed or unstructured.
 type Object = causes.Object
 
-type filterKind int
+// Filter tests one value: of a label, an annotation or a field (the
+// public filter.Filter).
+type Filter = filter.Filter
 
-const (
-	filterEquals filterKind = iota + 1
-	filterPresent
-	filterAbsent
-	filterCheck
+// The filters, as the public package makes them.
+var (
+	Present = filter.Present
+	Absent  = filter.Absent
+	Equals  = filter.Equals
+	Check   = filter.Check
 )
-
-// Filter tests one value: of a label, an annotation or a field. The zero
-// Filter is "not set".
-type Filter struct {
-	kind  filterKind
-	value any
-	check func(value any) bool
-}
-
-// Present matches when the label, annotation or field is there, whatever its value.
-var Present = Filter{kind: filterPresent}
-
-// Absent matches when the label, annotation or field is not there.
-var Absent = Filter{kind: filterAbsent}
-
-// Equals matches an exact value (compared by JSON meaning for fields).
-func Equals(value any) Filter { return Filter{kind: filterEquals, value: value} }
-
-// Check matches when fn returns true; fn gets nil for an absent value.
-func Check(fn func(value any) bool) Filter { return Filter{kind: filterCheck, check: fn} }
-
-// IsSet reports whether the filter was given at all.
-func (f Filter) IsSet() bool { return f.kind != 0 }
-
-// Match tests a value, given whether it is present at all.
-func (f Filter) Match(value any, present bool) bool {
-	switch f.kind {
-	case 0:
-		return true
-	case filterPresent:
-		return present
-	case filterAbsent:
-		return !present
-	case filterCheck:
-		if !present {
-			value = nil
-		}
-		return f.check(value)
-	}
-	return present && fields.Equal(f.value, value)
-}
 
 // Filters are the conditions a handler puts on objects, joined with AND.
 type Filters struct {

@@ -1,6 +1,6 @@
 package registry
 
-import "github.com/kopf-go/kopf/internal/fields"
+import "github.com/kopf-go/kopf/pkg/fields"
 
 // FieldID is the id of a handler registered for a field: "<id>/<field>",
 // as in Kopf; without a field, the id as it is. Ids are persisted (they

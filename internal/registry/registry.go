@@ -11,8 +11,8 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/fields"
 	"github.com/kopf-go/kopf/internal/scopes"
+	"github.com/kopf-go/kopf/pkg/fields"
 )
 
 // ChangeFunc is a change handler, adapted to untyped objects.

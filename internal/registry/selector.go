@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,14 +14,8 @@ import (
 func LabelSelector(labels map[string]Filter) *metav1.LabelSelector {
 	var exprs []metav1.LabelSelectorRequirement
 	for key, f := range labels {
-		switch f.kind {
-		case filterPresent:
-			exprs = append(exprs, metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpExists})
-		case filterAbsent:
-			exprs = append(exprs, metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist})
-		case filterEquals:
-			exprs = append(exprs, metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn,
-				Values: []string{fmt.Sprint(f.value)}})
+		if r, ok := f.Requirement(key); ok {
+			exprs = append(exprs, r)
 		}
 	}
 	if len(exprs) == 0 {

@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/internal/keys"
 	"github.com/kopf-go/kopf/internal/sharding"
+	"github.com/kopf-go/kopf/pkg/keys"
 )
 
 // Wire names on a member's Lease, which lives in the ring's namespace.

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kopf-go/kopf/internal/keys"
 	"github.com/kopf-go/kopf/internal/sharding"
+	"github.com/kopf-go/kopf/pkg/keys"
 )
 
 // maxRing bounds ring names: a ring's name is part of its Leases' names

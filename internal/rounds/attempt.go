@@ -3,6 +3,7 @@ package rounds
 import (
 	"context"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"time"
 
 	"github.com/kopf-go/kopf/internal/causes"
@@ -39,7 +40,7 @@ func (rd *round) run(ctx context.Context, env Env, subject *registry.Subject, id
 	}
 	rd.state.Handlers[id] = hs.WithOutcome(outcome, env.Clock.Now())
 	if outcome.Err == nil && outcome.Result != nil {
-		if err := env.Patch.SetResult(id, outcome.Result); err != nil {
+		if err := mergepatch.SetResult(env.Patch, id, outcome.Result); err != nil {
 			env.Log.Error(err, fmt.Sprintf("The result of handler '%s' cannot be stored: it does not encode as JSON.", id))
 		}
 	}
@@ -53,15 +54,15 @@ func invoke(ctx context.Context, env Env, subject *registry.Subject, h *registry
 	cause.Retry = hs.Retries
 	cause.Started = hs.Started
 	cause.Runtime = hs.Runtime(now)
-	causes.AllowSubhandlers(&cause)
 	obj := env.Object.DeepCopyObject().(registry.Object)
 	var subrefs []string
 	outcome := execution.Execute(ctx, &h.Handler, hs, now, env.Defaults, func(ctx context.Context) (any, error) {
-		result, err := execution.PlainResult(h.Fn(ctx, obj, &cause))
-		if err != nil || len(causes.Subhandlers(&cause)) == 0 {
+		callCtx, subs := causes.WithSubhandlers(ctx)
+		result, err := execution.PlainResult(h.Fn(callCtx, obj, &cause))
+		if err != nil || len(subs.List()) == 0 {
 			return result, err
 		}
-		done, delay, refs := runSubhandlers(ctx, env, subject, h.ID, causes.Subhandlers(&cause), now)
+		done, delay, refs := runSubhandlers(ctx, env, subject, h.ID, subs.List(), now)
 		subrefs = refs
 		if !done {
 			return nil, &execution.ChildrenRetry{Delay: delay}

@@ -15,9 +15,9 @@ import (
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/patch"
-	"github.com/kopf-go/kopf/internal/progress"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 func panics(*causes.Cause) (any, error) { panic("the handler is broken") }
@@ -56,10 +56,7 @@ func TestRunTellsPanics(t *testing.T) {
 			}},
 		{name: "a sub-handler", want: []string{"parent/broken"},
 			handlers: func(calls *[]string) []*registry.ChangeHandler {
-				return []*registry.ChangeHandler{handler("parent", causes.Create, calls, func(c *causes.Cause) (any, error) {
-					causes.AddSubhandler(c, handler("broken", causes.Create, calls, panics))
-					return nil, nil
-				})}
+				return []*registry.ChangeHandler{parent("parent", calls, handler("broken", causes.Create, calls, panics))}
 			}},
 		{name: "no panic, nothing told",
 			handlers: func(calls *[]string) []*registry.ChangeHandler {
@@ -107,10 +104,7 @@ func (s subBrokenStorage) Fetch(body map[string]any, id string) (*progress.Recor
 func TestRunUnwindsThroughHandlers(t *testing.T) {
 	var calls []string
 	e := newPanickyEnv(subBrokenStorage{progress.NewSmart()})
-	parent := handler("parent", causes.Create, &calls, func(c *causes.Cause) (any, error) {
-		causes.AddSubhandler(c, handler("sub", causes.Create, &calls, succeed))
-		return nil, nil
-	})
+	parent := parent("parent", &calls, handler("sub", causes.Create, &calls, succeed))
 	subject := &registry.Subject{Obj: e.Object, Cause: &causes.Cause{Reason: causes.Create, Body: e.Body, Patch: e.Patch}}
 	err := func() (err error) {
 		defer contain.Unwound(&err)

@@ -23,9 +23,9 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/patch"
-	"github.com/kopf-go/kopf/internal/progress"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 // Env is what a round needs of the engine for one object's cycle.

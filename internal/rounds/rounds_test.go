@@ -15,9 +15,9 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/execution"
-	"github.com/kopf-go/kopf/internal/patch"
-	"github.com/kopf-go/kopf/internal/progress"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -29,6 +29,19 @@ func handler(id string, reason causes.Reason, calls *[]string, outcome func(c *c
 		Fn: func(_ context.Context, _ registry.Object, c *causes.Cause) (any, error) {
 			*calls = append(*calls, id)
 			return outcome(c)
+		}}
+}
+
+// parent is a create handler that registers the sub-handlers, as
+// handlers.Subhandler does, through its call's context.
+func parent(id string, calls *[]string, subs ...*registry.ChangeHandler) *registry.ChangeHandler {
+	return &registry.ChangeHandler{Handler: execution.Handler{ID: id}, Reason: causes.Create,
+		Fn: func(ctx context.Context, _ registry.Object, _ *causes.Cause) (any, error) {
+			*calls = append(*calls, id)
+			for _, h := range subs {
+				causes.AddSubhandler(ctx, h)
+			}
+			return nil, nil
 		}}
 }
 
@@ -122,13 +135,8 @@ func TestRun(t *testing.T) {
 	}, {
 		name: "sub-handlers: the parent is not done while one is pending", reason: causes.Create,
 		handlers: func(calls *[]string) []*registry.ChangeHandler {
-			var parent *registry.ChangeHandler
-			parent = handler("parent", causes.Create, calls, func(c *causes.Cause) (any, error) {
-				causes.AddSubhandler(c, handler("x", causes.Create, calls, succeed))
-				causes.AddSubhandler(c, handler("y", causes.Create, calls, succeed))
-				return nil, nil
-			})
-			return []*registry.ChangeHandler{parent}
+			return []*registry.ChangeHandler{parent("parent", calls,
+				handler("x", causes.Create, calls, succeed), handler("y", causes.Create, calls, succeed))}
 		},
 		calls: []string{"parent", "x"}, done: false,
 		check: func(t *testing.T, p *patch.Patch) {

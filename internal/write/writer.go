@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kopf-go/kopf/internal/mergepatch"
 	"slices"
 	"time"
 
@@ -22,8 +23,8 @@ import (
 	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/contain"
 	"github.com/kopf-go/kopf/internal/metrics"
-	"github.com/kopf-go/kopf/internal/patch"
 	"github.com/kopf-go/kopf/internal/precondition"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Timeout bounds a cycle's write once the operator is stopping or
@@ -120,9 +121,9 @@ func (w *Writer) split(ctx context.Context, p *patch.Patch) (main, status map[st
 		return nil, nil, err
 	}
 	if !withStatus {
-		return p.Body(), nil, nil
+		return mergepatch.Whole(p), nil, nil
 	}
-	main, status = p.Split()
+	main, status = mergepatch.Split(p)
 	return main, status, nil
 }
 

@@ -3,10 +3,10 @@ package handlertest
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/handlers"
-	"github.com/kopf-go/kopf/internal/admission"
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/mergepatch"
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/patch"
 )
 
 // Admission is the request a webhook handler gets for the operation on
@@ -14,7 +14,7 @@ import (
 // deletion. Body is the new object, or the old one on deletion, as the API
 // server sends them. A mutating handler's changes land in Request.Patch
 // (see AdmissionPatch); its warnings in Request.Warnings.
-func Admission(op handlers.AdmissionOperation, old, obj client.Object) *handlers.AdmissionRequest {
+func Admission(op admission.Operation, old, obj client.Object) *admission.Request {
 	r := &admission.Request{Operation: op, Patch: patch.New()}
 	var oldBody, newBody any
 	if old != nil {
@@ -33,4 +33,4 @@ func Admission(op handlers.AdmissionOperation, old, obj client.Object) *handlers
 
 // AdmissionPatch is what a mutating handler put in the request's patch,
 // as a merge patch of the object; nil if nothing.
-func AdmissionPatch(r *handlers.AdmissionRequest) map[string]any { return r.Patch.Body() }
+func AdmissionPatch(r *admission.Request) map[string]any { return mergepatch.Whole(r.Patch) }

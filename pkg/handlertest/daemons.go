@@ -6,9 +6,10 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/daemons"
+	"github.com/kopf-go/kopf/internal/mergepatch"
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // Daemon is one call of a daemon or timer function, for a unit test: the
@@ -16,10 +17,10 @@ import (
 //
 //	d := handlertest.NewDaemon(obj)
 //	go func() { done <- myDaemon(ctx, obj, d.Cause) }()
-//	d.Stop(handlers.StopResourceDeleted) // Stopped closes, Sleep returns false
+//	d.Stop(cause.StopResourceDeleted) // Stopped closes, Sleep returns false
 type Daemon struct {
 	// Cause is what the function gets.
-	Cause    *handlers.DaemonCause
+	Cause    *cause.Daemon
 	detached *daemons.Detached
 }
 
@@ -33,13 +34,13 @@ func NewDaemon(obj client.Object) *Daemon {
 // Stop asks the daemon to stop with the reason: Stopped closes,
 // StopReason says why, and Sleep returns false. The context the test
 // passed is the test's to cancel.
-func (d *Daemon) Stop(reason handlers.StopReason) { d.detached.Stop(reason) }
+func (d *Daemon) Stop(reason cause.StopReason) { d.detached.Stop(reason) }
 
-// Latest makes DaemonCause.Latest (and handlers.Latest) return obj.
+// Latest makes the cause's Latest return obj.
 func (d *Daemon) Latest(obj client.Object) {
 	d.detached.SetLatest(func(context.Context) (causes.Object, error) { return obj, nil })
 }
 
 // Patch is what the daemon put in its patch, as the merge patch the engine
 // would apply; nil if nothing.
-func (d *Daemon) Patch() map[string]any { return d.Cause.Patch.Body() }
+func (d *Daemon) Patch() map[string]any { return mergepatch.Whole(d.Cause.Patch) }

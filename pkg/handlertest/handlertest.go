@@ -18,47 +18,51 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kopf-go/kopf/internal/mergepatch"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/causes"
-	"github.com/kopf-go/kopf/internal/diff"
-	"github.com/kopf-go/kopf/internal/diffbase"
-	"github.com/kopf-go/kopf/internal/fields"
-	"github.com/kopf-go/kopf/internal/indexing"
-	"github.com/kopf-go/kopf/internal/memo"
-	"github.com/kopf-go/kopf/internal/patch"
+	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/pkg/diff"
+	"github.com/kopf-go/kopf/pkg/diffbase"
+	"github.com/kopf-go/kopf/pkg/fields"
+	"github.com/kopf-go/kopf/pkg/indexing"
+	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/patch"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // Option adjusts a cause.
-type Option func(*causes.Cause)
+type Option func(*cause.Change)
 
-// ID names the handler being called (Cause.HandlerID).
-func ID(id string) Option { return func(c *causes.Cause) { c.HandlerID = id } }
+// ID names the handler being called (cause.Change.HandlerID).
+func ID(id string) Option { return func(c *cause.Change) { c.HandlerID = id } }
 
 // Retry makes it the handler's retry-th attempt, the first of which began
-// at started (Cause.Retry, Started and Runtime).
+// at started (cause.Change.Retry, Started and Runtime).
 func Retry(retry int, started time.Time) Option {
-	return func(c *causes.Cause) {
+	return func(c *cause.Change) {
 		c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
 	}
 }
 
 // Memo gives the object's memo (shared with its other handlers); a fresh
 // one by default.
-func Memo(m *handlers.Memo) Option { return func(c *causes.Cause) { c.Memo = m } }
+func Memo(m *memo.Memo) Option { return func(c *cause.Change) { c.Memo = m } }
 
 // Indices gives the operator's indices; empty ones by default. Fill an
 // index with Indices.Ensure(id).Replace(object, entries).
-func Indices(i *handlers.Indices) Option { return func(c *causes.Cause) { c.Indices = i } }
+func Indices(i *indexing.Indices) Option { return func(c *cause.Change) { c.Indices = i } }
 
 // Field narrows the cause to a field, as the engine does for handlers
 // registered with handlers.Field: Old, New and Diff are the field's.
 func Field(dotted string) Option {
-	return func(c *causes.Cause) {
+	return func(c *cause.Change) {
 		path := fields.Parse(dotted)
 		c.Old, _ = fields.Resolve(c.Old, path)
 		c.New, _ = fields.Resolve(c.New, path)
@@ -67,38 +71,37 @@ func Field(dotted string) Option {
 }
 
 // Create is the cause of a create handler for obj.
-func Create(obj client.Object, opts ...Option) *handlers.Cause {
-	return build(causes.Create, nil, obj, opts)
+func Create(obj client.Object, opts ...Option) *cause.Change {
+	return build(cause.Create, nil, obj, opts)
 }
 
 // Update is the cause of an update handler for a change from old (the
 // last handled state) to obj.
-func Update(old, obj client.Object, opts ...Option) *handlers.Cause {
-	return build(causes.Update, old, obj, opts)
+func Update(old, obj client.Object, opts ...Option) *cause.Change {
+	return build(cause.Update, old, obj, opts)
 }
 
 // Resume is the cause of a resume handler for obj, handled before (by an
 // earlier run of the operator) in the state old, or nil if unknown.
-func Resume(old, obj client.Object, opts ...Option) *handlers.Cause {
-	return build(causes.Resume, old, obj, opts)
+func Resume(old, obj client.Object, opts ...Option) *cause.Change {
+	return build(cause.Resume, old, obj, opts)
 }
 
 // Delete is the cause of a delete handler for obj.
-func Delete(obj client.Object, opts ...Option) *handlers.Cause {
-	return build(causes.Delete, obj, obj, opts)
+func Delete(obj client.Object, opts ...Option) *cause.Change {
+	return build(cause.Delete, obj, obj, opts)
 }
 
 // build makes the cause as the engine would.
-func build(reason causes.Reason, old, obj client.Object, opts []Option) *handlers.Cause {
+func build(reason cause.Reason, old, obj client.Object, opts []Option) *cause.Change {
 	body := mustBody(obj)
-	c := &causes.Cause{Reason: reason, Body: body, New: diffbase.BuildEssence(body, nil, nil),
+	c := &cause.Change{Reason: reason, Body: body, New: diffbase.BuildEssence(body, nil, nil),
 		Patch: patch.New(), Memo: &memo.Memo{}, Indices: &indexing.Indices{}, Started: time.Now()}
 	if old != nil {
 		// An absent old state stays a nil interface, as the engine's.
 		c.Old = diffbase.BuildEssence(mustBody(old), nil, nil)
 	}
 	c.Diff = diff.Compute(c.Old, c.New)
-	causes.AllowSubhandlers(c)
 	for _, o := range opts {
 		o(c)
 	}
@@ -106,7 +109,7 @@ func build(reason causes.Reason, old, obj client.Object, opts []Option) *handler
 }
 
 // Body is the object as a JSON-like map, as handlers see it in
-// Cause.Body: an unstructured object's own map, a typed object converted.
+// cause.Change.Body: an unstructured object's own map, a typed object converted.
 func Body(obj client.Object) (map[string]any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return u.Object, nil
@@ -128,15 +131,18 @@ func mustBody(obj client.Object) map[string]any {
 
 // Patch is what the handler put in its cause's patch, as the merge patch
 // the engine would apply (status included); nil if nothing.
-func Patch(c *handlers.Cause) map[string]any { return c.Patch.Body() }
+func Patch(c *cause.Change) map[string]any { return mergepatch.Whole(c.Patch) }
 
-// Subhandlers are the ids of the sub-handlers the handler registered
-// (handlers.Subhandler) during its call with the cause, in order. The
-// engine would run them after the handler; a test calls their functions
-// itself.
-func Subhandlers(c *handlers.Cause) []string {
+// Subhandlers are the ids of the sub-handlers that handlers registered
+// (handlers.Subhandler) in ctx, a Context, in order. The engine would run
+// them after the handler; a test calls their functions itself.
+func Subhandlers(ctx context.Context) []string {
+	subs := causes.SubhandlersOf(ctx)
+	if subs == nil {
+		return nil
+	}
 	var ids []string
-	for _, h := range causes.Subhandlers(c) {
+	for _, h := range subs.List() {
 		if ch, ok := h.(*registry.ChangeHandler); ok {
 			ids = append(ids, ch.ID)
 		}
@@ -144,8 +150,11 @@ func Subhandlers(c *handlers.Cause) []string {
 	return ids
 }
 
-// Context is a handler's context in which handlers.Client returns c (for
-// example controller-runtime's fake client).
+// Context is a handler's context, as the engine gives it to a change
+// handler: handlers.Client returns c (for example controller-runtime's
+// fake client; nil: no client), and handlers.Subhandler registers
+// sub-handlers, which Subhandlers lists. Use one Context per call.
 func Context(c client.Client) context.Context {
-	return handlers.WithClient(context.Background(), c)
+	ctx, _ := causes.WithSubhandlers(clients.WithClient(context.Background(), c))
+	return ctx
 }

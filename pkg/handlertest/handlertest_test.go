@@ -15,6 +15,9 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/handlertest"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 func example(field string, annotations map[string]string) *unstructured.Unstructured {
@@ -34,7 +37,7 @@ func TestUpdateDiffsTheEssences(t *testing.T) {
 	old := example("a", map[string]string{"kopf.zalando.org/last-handled-configuration": "{}", "team": "x"})
 	updated := example("b", map[string]string{"kopf.zalando.org/last-handled-configuration": "{...}", "team": "x"})
 	c := handlertest.Update(old, updated)
-	if c.Reason != handlers.ReasonUpdate {
+	if c.Reason != cause.Update {
 		t.Errorf("Reason = %q, want update", c.Reason)
 	}
 	if got := c.Diff.String(); got != `(('change', ('spec', 'field'), 'a', 'b'),)` {
@@ -69,14 +72,14 @@ func TestCreateAndField(t *testing.T) {
 func TestHandlerWithAFakeClient(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "settings"}, Data: map[string]string{"colour": "blue"}}
 	ctx := handlertest.Context(fake.NewClientBuilder().WithObjects(cm).Build())
-	handler := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handler := func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		var read corev1.ConfigMap
 		if err := handlers.Client(ctx).Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: "settings"}, &read); err != nil {
 			return nil, err
 		}
 		c.Patch.Set(read.Data["colour"], "metadata", "labels", "colour")
 		c.Patch.SetStatus("seen", true)
-		if err := handlers.Subhandler(c, "child", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+		if err := handlers.Subhandler(ctx, "child", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 			return nil, nil
 		}); err != nil {
 			return nil, err
@@ -96,7 +99,7 @@ func TestHandlerWithAFakeClient(t *testing.T) {
 	if diff := cmp.Diff(want, handlertest.Patch(c)); diff != "" {
 		t.Errorf("patch -want +got:\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"child"}, handlertest.Subhandlers(c)); diff != "" {
+	if diff := cmp.Diff([]string{"child"}, handlertest.Subhandlers(ctx)); diff != "" {
 		t.Errorf("sub-handlers -want +got:\n%s", diff)
 	}
 }
@@ -104,7 +107,7 @@ func TestHandlerWithAFakeClient(t *testing.T) {
 // Typed objects are converted as the engine converts them.
 func TestTypedObjects(t *testing.T) {
 	c := handlertest.Delete(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"k": "v"}})
-	if c.Reason != handlers.ReasonDelete || c.Body["data"].(map[string]any)["k"] != "v" {
+	if c.Reason != cause.Delete || c.Body["data"].(map[string]any)["k"] != "v" {
 		t.Errorf("delete cause: %q, body %v", c.Reason, c.Body)
 	}
 }
@@ -117,23 +120,23 @@ func TestDaemonStoppedByTheTest(t *testing.T) {
 	d.Latest(example("b", nil))
 	type outcome struct {
 		field  string
-		reason handlers.StopReason
+		reason cause.StopReason
 	}
 	done := make(chan outcome, 1)
 	go func() {
 		var field string
 		for d.Cause.Sleep(context.Background(), time.Hour) {
 		}
-		latest, err := handlers.Latest[*unstructured.Unstructured](context.Background(), d.Cause)
+		latest, err := d.Cause.Latest(context.Background())
 		if err == nil {
-			field, _, _ = unstructured.NestedString(latest.Object, "spec", "field")
+			field, _, _ = unstructured.NestedString(latest.(*unstructured.Unstructured).Object, "spec", "field")
 		}
 		d.Cause.Patch.SetStatus("stopped", true)
 		done <- outcome{field, d.Cause.StopReason()}
 	}()
-	d.Stop(handlers.StopResourceDeleted)
+	d.Stop(cause.StopResourceDeleted)
 	got := <-done
-	if got.field != "b" || !errors.Is(got.reason, handlers.StopResourceDeleted) {
+	if got.field != "b" || !errors.Is(got.reason, cause.StopResourceDeleted) {
 		t.Errorf("the daemon saw %+v, want the latest field b and RESOURCE_DELETED", got)
 	}
 	select {
@@ -149,29 +152,29 @@ func TestDaemonStoppedByTheTest(t *testing.T) {
 // A webhook handler gets the request of its operation: the body, old and
 // new, and the patch that a mutating handler fills.
 func TestAdmissionRequests(t *testing.T) {
-	validate := func(_ context.Context, obj *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+	validate := func(_ context.Context, obj *unstructured.Unstructured, r *admission.Request) error {
 		if field, _, _ := unstructured.NestedString(obj.Object, "spec", "field"); field == "forbidden" {
-			return handlers.AdmissionError{Message: "the field is forbidden"}
+			return admission.Error{Message: "the field is forbidden"}
 		}
 		r.Patch.Set("defaulted", "spec", "extra")
 		r.Warn("checked")
 		return nil
 	}
-	r := handlertest.Admission(handlers.OperationUpdate, example("a", nil), example("forbidden", nil))
+	r := handlertest.Admission(admission.Update, example("a", nil), example("forbidden", nil))
 	if err := validate(context.Background(), example("forbidden", nil), r); err == nil {
 		t.Error("the forbidden value is admitted")
 	}
 	if r.Old == nil || r.New == nil || len(r.Diff) != 1 {
 		t.Errorf("update request: old %v, new %v, diff %s", r.Old, r.New, r.Diff)
 	}
-	r = handlertest.Admission(handlers.OperationCreate, nil, example("a", nil))
+	r = handlertest.Admission(admission.Create, nil, example("a", nil))
 	if err := validate(context.Background(), example("a", nil), r); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]any{"spec": map[string]any{"extra": "defaulted"}}, handlertest.AdmissionPatch(r)); diff != "" || len(r.Warnings) != 1 {
 		t.Errorf("patch -want +got:\n%s; warnings %q", diff, r.Warnings)
 	}
-	del := handlertest.Admission(handlers.OperationDelete, example("a", nil), nil)
+	del := handlertest.Admission(admission.Delete, example("a", nil), nil)
 	if del.New != nil || del.Body == nil {
 		t.Errorf("delete request: new %v, body %v; want no new object and the old one as the body", del.New, del.Body)
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 var env *kopftest.Env
@@ -44,10 +46,10 @@ func TestOperatorRound(t *testing.T) {
 	reg := handlers.NewRegistry()
 	kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
 	deleted := make(chan string, 1)
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		return map[string]any{"message": "hello"}, nil
 	})
-	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		deleted <- obj.GetName()
 		return nil, nil
 	})

@@ -28,26 +28,15 @@ type Operator struct {
 
 // StartOperator runs the registry's handlers in a fresh manager that serves
 // only the given namespace (and cluster-scoped objects), and stops it when
-// the test ends. The tweaks may adjust the manager's options, e.g. to wrap
-// its client.
-func (e *Env) StartOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
+// the test ends. The options adjust how: another connection
+// (WithConfig), the manager's options (WithManagerOptions), more work in
+// the manager before it starts (BeforeStart).
+func (e *Env) StartOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options, options ...OperatorOption) *Operator {
 	t.Helper()
-	op := e.NewOperator(t, namespace, reg, opts, tweaks...)
-	op.Start(t)
-	return op
-}
-
-// NewOperator prepares what StartOperator runs, without starting it, so
-// that a test can add more to the manager first.
-func (e *Env) NewOperator(t testing.TB, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
-	t.Helper()
-	return e.NewOperatorOn(t, e.Config, namespace, reg, opts, tweaks...)
-}
-
-// NewOperatorOn is NewOperator with a connection of the test's own (e.g.
-// with an instrumented transport).
-func (e *Env) NewOperatorOn(t testing.TB, cfg *rest.Config, namespace string, reg *handlers.Registry, opts handlers.Options, tweaks ...func(*manager.Options)) *Operator {
-	t.Helper()
+	setup := operatorSetup{config: e.Config}
+	for _, o := range options {
+		o(&setup)
+	}
 	logs := &Logs{t: t}
 	skip := true
 	mopts := manager.Options{
@@ -57,10 +46,10 @@ func (e *Env) NewOperatorOn(t testing.TB, cfg *rest.Config, namespace string, re
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
 		Controller: config.Controller{SkipNameValidation: &skip},
 	}
-	for _, tweak := range tweaks {
+	for _, tweak := range setup.tweaks {
 		tweak(&mopts)
 	}
-	mgr, err := manager.New(cfg, mopts)
+	mgr, err := manager.New(setup.config, mopts)
 	if err != nil {
 		t.Fatalf("create a manager: %v", err)
 	}
@@ -70,11 +59,47 @@ func (e *Env) NewOperatorOn(t testing.TB, cfg *rest.Config, namespace string, re
 	if err := handlers.SetupWithManager(mgr, reg, opts); err != nil {
 		t.Fatalf("set up the handlers: %v", err)
 	}
-	return &Operator{Logs: logs, Manager: mgr}
+	for _, before := range setup.before {
+		if err := before(mgr); err != nil {
+			t.Fatalf("prepare the manager: %v", err)
+		}
+	}
+	op := &Operator{Logs: logs, Manager: mgr}
+	op.start(t)
+	return op
 }
 
-// Start starts the manager; it is stopped when the test ends.
-func (o *Operator) Start(t testing.TB) {
+// An OperatorOption adjusts how StartOperator makes the operator.
+type OperatorOption func(*operatorSetup)
+
+// operatorSetup is what the options set.
+type operatorSetup struct {
+	config *rest.Config
+	tweaks []func(*manager.Options)
+	before []func(manager.Manager) error
+}
+
+// WithConfig connects the operator with cfg instead of the Env's Config
+// (e.g. with an instrumented transport, or as another user).
+func WithConfig(cfg *rest.Config) OperatorOption {
+	return func(s *operatorSetup) { s.config = cfg }
+}
+
+// WithManagerOptions lets fn adjust the manager's options, e.g. to wrap
+// its client or serve its health probes.
+func WithManagerOptions(fn func(*manager.Options)) OperatorOption {
+	return func(s *operatorSetup) { s.tweaks = append(s.tweaks, fn) }
+}
+
+// BeforeStart runs fn on the manager after the handlers are set up and
+// before it starts, e.g. to add a controller of the test's own beside
+// the engine; an error fails the test.
+func BeforeStart(fn func(manager.Manager) error) OperatorOption {
+	return func(s *operatorSetup) { s.before = append(s.before, fn) }
+}
+
+// start starts the manager; it is stopped when the test ends.
+func (o *Operator) start(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel, o.done = cancel, make(chan error, 1)
 	go func() { o.done <- o.Manager.Start(ctx) }()

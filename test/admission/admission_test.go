@@ -30,6 +30,9 @@ import (
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/test/testenv"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 const managed = "auto.kopf.dev"
@@ -78,29 +81,29 @@ func (d *dryRuns) get(name string) (bool, bool) {
 func registry(seen *dryRuns) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	handlers.OnValidate(kex, "validate2", func(context.Context, *unstructured.Unstructured, *handlers.AdmissionRequest) error {
-		return handlers.AdmissionError{Message: "I'm too lazy anyway. Go away!", Code: 555}
-	}, handlers.Field("spec.field"), handlers.Value(handlers.Equals("not-allowed")))
-	handlers.OnValidate(kex, "authhook", func(_ context.Context, obj *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+	handlers.OnValidate(kex, "validate2", func(context.Context, *unstructured.Unstructured, *admission.Request) error {
+		return admission.Error{Message: "I'm too lazy anyway. Go away!", Code: 555}
+	}, handlers.Field("spec.field"), handlers.Value(filter.Equals("not-allowed")))
+	handlers.OnValidate(kex, "authhook", func(_ context.Context, obj *unstructured.Unstructured, r *admission.Request) error {
 		seen.set(obj.GetName(), r.DryRun)
 		r.Warn(fmt.Sprintf("%s of %s by %s, dry run: %v", r.Operation, obj.GetName(), r.UserInfo.Username, r.DryRun))
 		return nil
 	})
-	handlers.OnMutate(kex, "inject", func(_ context.Context, _ *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+	handlers.OnMutate(kex, "inject", func(_ context.Context, _ *unstructured.Unstructured, r *admission.Request) error {
 		r.Patch.Set(123, "spec", "injected")
 		return nil
 	})
-	handlers.OnMutate(kex, "mutate1", func(_ context.Context, _ *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+	handlers.OnMutate(kex, "mutate1", func(_ context.Context, _ *unstructured.Unstructured, r *admission.Request) error {
 		r.Patch.Set("yes", "spec", "labelled")
 		return nil
-	}, handlers.Labels{"somelabel": handlers.Equals("somevalue")})
+	}, handlers.Labels{"somelabel": filter.Equals("somevalue")})
 	cms := handlers.For[*corev1.ConfigMap](reg)
-	handlers.OnValidate(cms, "cm_check", func(_ context.Context, cm *corev1.ConfigMap, _ *handlers.AdmissionRequest) error {
+	handlers.OnValidate(cms, "cm_check", func(_ context.Context, cm *corev1.ConfigMap, _ *admission.Request) error {
 		if _, ok := cm.Data["forbidden"]; ok {
-			return &handlers.AdmissionError{Message: "the key 'forbidden' is forbidden", Code: 422}
+			return &admission.Error{Message: "the key 'forbidden' is forbidden", Code: 422}
 		}
 		return nil
-	}, handlers.Labels{"kopf-go-test": handlers.Present}, handlers.Operations(handlers.OperationCreate),
+	}, handlers.Labels{"kopf-go-test": filter.Present}, handlers.Operations(admission.Create),
 		handlers.Persistent(), handlers.IgnoreFailures())
 	return reg
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
+
+	"github.com/kopf-go/kopf/pkg/admission"
 )
 
 // Webhooks in development, as with Kopf's WebhookServer: outside a
@@ -28,9 +30,9 @@ func TestWebhooksWithoutCertificates(t *testing.T) {
 	kopftest.NoLeaks(t)
 	reg := handlers.NewRegistry()
 	kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	handlers.OnValidate(kind, "nothing-forbidden", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.AdmissionRequest) error {
+	handlers.OnValidate(kind, "nothing-forbidden", func(_ context.Context, obj *unstructured.Unstructured, _ *admission.Request) error {
 		if field, _, _ := unstructured.NestedString(obj.Object, "spec", "field"); field == "forbidden" {
-			return handlers.AdmissionError{Message: "the field is forbidden here"}
+			return admission.Error{Message: "the field is forbidden here"}
 		}
 		return nil
 	})

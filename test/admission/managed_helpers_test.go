@@ -28,6 +28,9 @@ import (
 	configs "github.com/kopf-go/kopf/internal/admission/managed"
 	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // lines captures a manager's log lines, their values rendered as funcr
@@ -78,8 +81,8 @@ func (l *lines) errors() []string {
 func managedTestRegistry() *handlers.Registry {
 	reg := handlers.NewRegistry()
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	only := handlers.Labels{"kopf-go-managed-test": handlers.Present}
-	ok := func(context.Context, *unstructured.Unstructured, *handlers.AdmissionRequest) error { return nil }
+	only := handlers.Labels{"kopf-go-managed-test": filter.Present}
+	ok := func(context.Context, *unstructured.Unstructured, *admission.Request) error { return nil }
 	handlers.OnValidate(kex, "plain", ok, only)
 	handlers.OnValidate(kex, "kept", ok, only, handlers.Persistent())
 	handlers.OnMutate(kex, "mutated", ok, only)

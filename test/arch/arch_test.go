@@ -20,17 +20,21 @@ import (
 // packages of lower layers. Packages of one layer are peers and must not
 // import each other. A new package needs a place here.
 var layers = [][]string{
-	{"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/envtestbin", "internal/sharding", "internal/scopes", "internal/selfsigned",
+	{"pkg/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "internal/lazylog", "internal/envtestbin", "internal/sharding", "internal/scopes", "internal/selfsigned",
 		"internal/jitter", "internal/precondition",
 		// The metrics' definitions import nothing of the project.
 		"internal/metrics",
 		// The containment of the operator's callbacks' panics.
 		"internal/contain",
 		// The tests' one polling loop, under kopftest.Eventually.
-		"internal/await"},
-	{"internal/diff", "internal/patch", "internal/hierarchies"},
-	{"internal/keys"},
-	{"internal/progress", "internal/diffbase", "internal/causes"},
+		"internal/await",
+		// What handlers' errors and the Events' settings are.
+		"pkg/failure", "pkg/events"},
+	{"pkg/diff", "pkg/patch", "pkg/hierarchies", "pkg/filter"},
+	// What handlers learn (the causes, the admission requests), the
+	// annotation keys, and the engine's own operations on a cycle's patch.
+	{"pkg/keys", "pkg/cause", "pkg/admission", "internal/mergepatch"},
+	{"pkg/progress", "pkg/diffbase", "internal/causes"},
 	{"internal/execution"},
 	// The supervisor of daemons, and the objects' memories in this process.
 	{"internal/daemons", "internal/memory"},
@@ -51,9 +55,10 @@ var layers = [][]string{
 // pure packages hold logic only: no controller-runtime, no client-go, no
 // goroutines.
 var pure = []string{
-	"internal/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "internal/memo", "internal/indexing", "internal/lazylog", "internal/diff", "internal/keys", "internal/patch", "internal/progress",
-	"internal/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/hierarchies", "internal/sharding", "internal/scopes", "internal/selfsigned",
+	"pkg/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "internal/lazylog", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
+	"pkg/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/sharding", "internal/scopes", "internal/selfsigned",
 	"internal/rounds", "internal/jitter", "internal/contain", "internal/precondition", "internal/await", "internal/memory",
+	"pkg/cause", "pkg/admission", "pkg/failure", "pkg/events", "pkg/filter", "internal/mergepatch",
 }
 
 // controllerRuntimeAllowed are the only packages that may import
@@ -89,7 +94,7 @@ func TestLayering(t *testing.T) {
 		dirs = append(dirs, p.Dir)
 	}
 	// Guard against a vacuous pass (a wrong root finds nothing).
-	for _, must := range []string{"internal/fields", "internal/registry", "internal/cycle", "internal/engine", "handlers", "pkg/kopftest"} {
+	for _, must := range []string{"pkg/fields", "internal/registry", "internal/cycle", "internal/engine", "handlers", "pkg/kopftest"} {
 		if !slices.Contains(dirs, must) {
 			t.Fatalf("package %s not found under %s; found %v", must, root, dirs)
 		}
@@ -103,13 +108,13 @@ func TestLayering(t *testing.T) {
 func TestChecksCatchViolations(t *testing.T) {
 	const mod = "example.com/m"
 	pkgs := []pkgInfo{
-		{Dir: "internal/fields", Imports: []string{"strings", mod + "/internal/diff"}},
-		{Dir: "internal/diff", Imports: []string{mod + "/internal/patch", mod + "/internal/fields"}},
+		{Dir: "pkg/fields", Imports: []string{"strings", mod + "/pkg/diff"}},
+		{Dir: "pkg/diff", Imports: []string{mod + "/pkg/patch", mod + "/pkg/fields"}},
 		{Dir: "internal/causes", Imports: []string{controllerRuntime + "/pkg/client", clientGo + "/rest"}, Goroutines: []string{"causes.go:10"}},
 		{Dir: "internal/posting", Imports: []string{controllerRuntime + "/pkg/client", mod + "/handlers"}},
 		{Dir: "internal/engine", Imports: []string{mod + "/internal/newcomer", clientGo + "/discovery"}},
 		{Dir: "internal/newcomer", Imports: []string{controllerRuntime}},
-		{Dir: "handlers", Imports: []string{mod + "/internal/engine", mod + "/internal/fields", controllerRuntime}},
+		{Dir: "handlers", Imports: []string{mod + "/internal/engine", mod + "/pkg/fields", controllerRuntime}},
 	}
 	allowed := strings.Join(controllerRuntimeAllowed, ", ")
 	want := []string{
@@ -117,13 +122,13 @@ func TestChecksCatchViolations(t *testing.T) {
 		"internal/causes imports sigs.k8s.io/controller-runtime/pkg/client: only " + allowed + " may use controller-runtime",
 		"internal/causes imports sigs.k8s.io/controller-runtime/pkg/client: pure packages must not use controller-runtime",
 		"internal/causes starts a goroutine at causes.go:10: pure packages must not",
-		"internal/diff imports internal/patch: internal/patch is not in a lower layer",
 		"internal/engine imports internal/newcomer: internal/newcomer has no place in the layering",
-		"internal/fields imports internal/diff: internal/diff is not in a lower layer",
 		"internal/newcomer has no place in the layering: add it to layers in test/arch",
 		"internal/newcomer imports sigs.k8s.io/controller-runtime: only " + allowed + " may use controller-runtime",
 		"internal/posting imports handlers: handlers is not in a lower layer",
 		"internal/posting imports handlers: packages under pkg/ and internal/ must not import handlers",
+		"pkg/diff imports pkg/patch: pkg/patch is not in a lower layer",
+		"pkg/fields imports pkg/diff: pkg/diff is not in a lower layer",
 	}
 	got := violations(mod, pkgs)
 	if diff := cmp.Diff(want, got); diff != "" {

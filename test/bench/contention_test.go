@@ -15,6 +15,8 @@ import (
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/bench/internal/requests"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // contendedObjects is how many objects the contention workload creates.
@@ -43,7 +45,7 @@ func contendedWrites(tb testing.TB, n int, contended bool) contentionFigures {
 	driver := newClient(tb, nil)
 	reg := handlers.NewRegistry()
 	kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		if contended {
 			p := client.RawPatch(types.MergePatchType, []byte(`{"status":{"other-writer":"was here"}}`))
 			if err := driver.Status().Patch(ctx, obj.DeepCopy(), p); err != nil {
@@ -55,8 +57,7 @@ func contendedWrites(tb testing.TB, n int, contended bool) contentionFigures {
 	counter := &requests.Counter{}
 	cfg := rest.CopyConfig(fixtures.env.Config)
 	counter.Instrument(cfg)
-	op := fixtures.env.NewOperatorOn(tb, cfg, ns, reg, handlers.Options{Standalone: true})
-	op.Start(tb)
+	op := fixtures.env.StartOperator(tb, ns, reg, handlers.Options{Standalone: true}, kopftest.WithConfig(cfg))
 	// The rows count only the objects' patches and reads: what the
 	// operator asks at its start (lists, watches, discovery) counts in
 	// neither figure.

@@ -14,7 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // Kopf's acceptance item 24: startup handlers run (and are retried) before
@@ -26,21 +30,21 @@ func TestStartupAndCleanup(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	var startups, cleanups atomic.Int32
-	memo := &handlers.Memo{}
-	handlers.OnStartup(reg, "startup_fn", func(ctx context.Context, a *handlers.Activity) error {
+	memo := &memo.Memo{}
+	handlers.OnStartup(reg, "startup_fn", func(ctx context.Context, a *cause.Activity) error {
 		startups.Add(1)
 		if a.Retry < 3 {
-			return handlers.NewTemporaryError("not yet", 300*time.Millisecond)
+			return handlers.Temporary(errors.New("not yet"), 300*time.Millisecond)
 		}
 		a.Memo.Set("started", true)
 		return nil
 	})
-	handlers.OnCleanup(reg, "cleanup_fn", func(ctx context.Context, a *handlers.Activity) error {
+	handlers.OnCleanup(reg, "cleanup_fn", func(ctx context.Context, a *cause.Activity) error {
 		cleanups.Add(1)
 		return nil
 	})
 	var sawMemo atomic.Bool
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		v, _ := c.Memo.Get("started")
 		sawMemo.Store(v == true)
@@ -50,8 +54,8 @@ func TestStartupAndCleanup(t *testing.T) {
 	w := &watches{resource: "kopfexamples"}
 	probes := testenv.FreeAddress(t)
 	ready := make(chan struct{})
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Memo: memo, Ready: ready}, func(o *manager.Options) { o.HealthProbeBindAddress = probes })
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Memo: memo, Ready: ready}, kopftest.WithConfig(w.config()),
+		kopftest.WithManagerOptions(func(o *manager.Options) { o.HealthProbeBindAddress = probes }))
 	select {
 	case <-ready:
 		if n := startups.Load(); n != 4 {
@@ -97,14 +101,13 @@ func TestStartupFailureStopsTheOperator(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", seen.record)
-	handlers.OnStartup(reg, "broken", func(ctx context.Context, a *handlers.Activity) error {
-		return handlers.NewPermanentError("the database is gone")
+	handlers.OnStartup(reg, "broken", func(ctx context.Context, a *cause.Activity) error {
+		return handlers.Permanent(errors.New("the database is gone"))
 	})
 	w := &watches{resource: "kopfexamples"}
 	ready := make(chan struct{})
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Ready: ready})
-	create(t, exampleObject(t, ns))
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Ready: ready}, kopftest.WithConfig(w.config()),
+		kopftest.BeforeStart(func(manager.Manager) error { create(t, exampleObject(t, ns)); return nil }))
 	err := op.Exited(t)
 	select {
 	case <-ready:
@@ -131,23 +134,23 @@ func TestLoginAndProbes(t *testing.T) {
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", seen.record)
 	var logins atomic.Int32
-	handlers.OnLogin(reg, "login_fn", func(ctx context.Context, a *handlers.Activity) (*rest.Config, error) {
+	handlers.OnLogin(reg, "login_fn", func(ctx context.Context, a *cause.Activity) (*rest.Config, error) {
 		if logins.Add(1) == 1 {
-			return nil, handlers.NewTemporaryError("the vault is sealed", 100*time.Millisecond)
+			return nil, handlers.Temporary(errors.New("the vault is sealed"), 100*time.Millisecond)
 		}
 		return rest.CopyConfig(env.Config), nil
 	})
-	handlers.OnProbe(reg, "objects", func(ctx context.Context, a *handlers.Activity) (any, error) {
+	handlers.OnProbe(reg, "objects", func(ctx context.Context, a *cause.Activity) (any, error) {
 		return len(seen.all()), nil
 	})
-	handlers.OnProbe(reg, "broken", func(ctx context.Context, a *handlers.Activity) (any, error) {
+	handlers.OnProbe(reg, "broken", func(ctx context.Context, a *cause.Activity) (any, error) {
 		return nil, errors.New("the probe cannot tell")
 	})
 	liveness := testenv.FreeAddress(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- handlers.Run(ctx, reg, []string{"--standalone", "--namespace", ns, "--liveness", "http://" + liveness + "/healthz"}, handlers.Options{})
+		done <- handlers.Run(ctx, reg, []string{"--standalone", "--namespace", ns, "--liveness", "http://" + liveness + "/healthz"}, handlers.RunOptions{})
 	}()
 	defer func() {
 		cancel()

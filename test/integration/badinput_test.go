@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // events returns "type/reason" of the Events about an object.
@@ -163,7 +165,7 @@ func TestObjectDeletedDuringHandler(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	started, release := make(chan struct{}), make(chan struct{})
-	handlers.OnCreate(kind, "slow_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "slow_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		close(started)
 		<-release
@@ -199,7 +201,7 @@ func TestConflictsAndAPIErrors(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		return map[string]any{"message": "hello"}, nil
 	})
@@ -245,7 +247,7 @@ func TestOversizedDiffBase(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	record := func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		return "done", nil
 	}
@@ -298,7 +300,7 @@ func TestThrottlingUnexpectedErrors(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		return map[string]any{"message": "hello"}, nil
 	})

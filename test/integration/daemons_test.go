@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // stopCauses records the cause of each daemon's cancelled context.
@@ -45,8 +48,8 @@ func TestDaemonBlocksDeletionUntilItExits(t *testing.T) {
 	var seen calls
 	var stops stopCauses
 	stopping, release := make(chan struct{}), make(chan struct{})
-	handlers.Daemon(kind, "polite", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
-		seen.add(&handlers.Cause{HandlerID: d.HandlerID, Retry: d.Retry})
+	handlers.Daemon(kind, "polite", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+		seen.add(&cause.Change{HandlerID: d.HandlerID, Retry: d.Retry})
 		<-ctx.Done()
 		stops.add(context.Cause(ctx))
 		close(stopping)
@@ -64,7 +67,7 @@ func TestDaemonBlocksDeletionUntilItExits(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-stopping
-	if err := stops.last(); !errors.Is(err, handlers.StopResourceDeleted) || !errors.Is(err, handlers.StopCancelled) {
+	if err := stops.last(); !errors.Is(err, cause.StopResourceDeleted) || !errors.Is(err, cause.StopCancelled) {
 		t.Errorf("the daemon's stop cause = %v, want RESOURCE_DELETED and DAEMON_CANCELLED", err)
 	}
 	eventually(t, "the deletion waits for the daemon", func() bool {
@@ -97,9 +100,9 @@ func TestStubbornDaemonIsAbandoned(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	release := make(chan struct{})
-	var reasons []handlers.StopReason
+	var reasons []cause.StopReason
 	var mu sync.Mutex
-	handlers.Daemon(kind, "stubborn", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "stubborn", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		<-d.Stopped()
 		mu.Lock()
 		reasons = append(reasons, d.StopReason())
@@ -133,9 +136,9 @@ func TestStubbornDaemonIsAbandoned(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := []handlers.StopReason{
-		handlers.StopResourceDeleted | handlers.StopSignalled,
-		handlers.StopResourceDeleted | handlers.StopSignalled | handlers.StopCancelled,
+	want := []cause.StopReason{
+		cause.StopResourceDeleted | cause.StopSignalled,
+		cause.StopResourceDeleted | cause.StopSignalled | cause.StopCancelled,
 	}
 	if !slices.Equal(reasons, want) {
 		t.Errorf("reasons seen by the daemon = %v, want %v", reasons, want)
@@ -151,11 +154,11 @@ func TestDaemonResultsRestartsAndExits(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	daemon := func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
-		seen.add(&handlers.Cause{HandlerID: d.HandlerID, Retry: d.Retry})
+	daemon := func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+		seen.add(&cause.Change{HandlerID: d.HandlerID, Retry: d.Retry})
 		if d.Retry < 2 {
 			d.Patch.SetStatus("attempts", d.Retry+1)
-			return nil, handlers.NewTemporaryError("not yet", 100*time.Millisecond)
+			return nil, handlers.Temporary(errors.New("not yet"), 100*time.Millisecond)
 		}
 		return map[string]any{"done": true}, nil
 	}
@@ -188,8 +191,8 @@ func TestDaemonResultsRestartsAndExits(t *testing.T) {
 
 	var again calls
 	reg2, kind2 := kex()
-	handlers.Daemon(kind2, "once", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
-		again.add(&handlers.Cause{HandlerID: d.HandlerID, Retry: d.Retry})
+	handlers.Daemon(kind2, "once", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+		again.add(&cause.Change{HandlerID: d.HandlerID, Retry: d.Retry})
 		return nil, nil
 	})
 	env.StartOperator(t, ns, reg2, handlers.Options{})
@@ -208,12 +211,12 @@ func TestDaemonFollowsItsFilters(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	var stops stopCauses
-	handlers.Daemon(kind, "labelled", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
-		seen.add(&handlers.Cause{HandlerID: d.HandlerID})
+	handlers.Daemon(kind, "labelled", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+		seen.add(&cause.Change{HandlerID: d.HandlerID})
 		<-ctx.Done()
 		stops.add(context.Cause(ctx))
 		return nil, ctx.Err()
-	}, handlers.Labels{"run": handlers.Equals("yes")})
+	}, handlers.Labels{"run": filter.Equals("yes")})
 	env.StartOperator(t, ns, reg, handlers.Options{})
 	obj := exampleObject(t, ns)
 	obj.SetLabels(map[string]string{"run": "yes"})
@@ -224,7 +227,7 @@ func TestDaemonFollowsItsFilters(t *testing.T) {
 	})
 	mergePatch(t, ns, "kopf-example-1", `{"metadata":{"labels":{"run":null}}}`, false)
 	eventually(t, "the daemon stops and the finalizer goes", func() bool {
-		return errors.Is(stops.last(), handlers.StopFiltersMismatch) && len(get(t, ns, "kopf-example-1").GetFinalizers()) == 0
+		return errors.Is(stops.last(), cause.StopFiltersMismatch) && len(get(t, ns, "kopf-example-1").GetFinalizers()) == 0
 	})
 	mergePatch(t, ns, "kopf-example-1", `{"metadata":{"labels":{"run":"yes"}}}`, false)
 	eventually(t, "the daemon starts again with the finalizer", func() bool {
@@ -234,7 +237,7 @@ func TestDaemonFollowsItsFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the object goes", func() bool { return gone(t, ns, "kopf-example-1") })
-	if !errors.Is(stops.last(), handlers.StopResourceDeleted) {
+	if !errors.Is(stops.last(), cause.StopResourceDeleted) {
 		t.Errorf("the last stop cause = %v, want RESOURCE_DELETED", stops.last())
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/failure"
 )
 
 // Kopf's acceptance item 6: a TemporaryError with a delay is retried after
@@ -22,10 +25,10 @@ func TestTemporaryErrorDelay(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	const delay = time.Second
-	handlers.OnCreate(kind, "temp_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "temp_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		if c.Retry < 2 {
-			return nil, handlers.NewTemporaryError("not yet", delay)
+			return nil, handlers.Temporary(errors.New("not yet"), delay)
 		}
 		return nil, nil
 	})
@@ -88,7 +91,7 @@ func TestArbitraryErrorBackoff(t *testing.T) {
 			seenVersions := recordVersions(t, ns)
 			reg, kind := kex()
 			var seen calls
-			handlers.OnCreate(kind, "arb_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+			handlers.OnCreate(kind, "arb_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 				seen.add(c)
 				if c.Retry == 0 {
 					return nil, errors.New("boom")
@@ -134,7 +137,7 @@ func TestRetryAndTimeoutLimits(t *testing.T) {
 			reg, kind := kex()
 			var seen calls
 			handlers.OnCreate(kind, "create_fn", nothing)
-			handlers.OnUpdate(kind, "fail_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+			handlers.OnUpdate(kind, "fail_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 				seen.add(c)
 				return nil, errors.New("boom")
 			}, tc.opts...)
@@ -172,18 +175,18 @@ func TestPermanentAndIgnoredErrors(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "perm_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "perm_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
-		return nil, handlers.NewPermanentError("nope")
+		return nil, handlers.Permanent(errors.New("nope"))
 	})
-	handlers.OnCreate(kind, "strict_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "strict_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		return nil, errors.New("strict boom")
-	}, handlers.Errors(handlers.ErrorsPermanent))
-	handlers.OnCreate(kind, "lax_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	}, handlers.Errors(failure.ErrorsPermanent))
+	handlers.OnCreate(kind, "lax_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		return map[string]any{"never": "stored"}, errors.New("lax boom")
-	}, handlers.Errors(handlers.ErrorsIgnored))
+	}, handlers.Errors(failure.ErrorsIgnored))
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 
 	create(t, exampleObject(t, ns))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/posting"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // objectEvents are the Events about an object.
@@ -47,7 +49,7 @@ func TestHandlersPostEvents(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	reg, kind := kex()
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		handlers.PostEvent(ctx, obj, "SomeType", "SomeReason", "Some message")
 		handlers.PostInfo(ctx, obj, "SomeReason", "Some info")
 		handlers.PostWarning(ctx, obj, "SomeReason", "Some warning")
@@ -85,8 +87,8 @@ func TestLogLinesAsEvents(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	reg, kind := kex()
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		return nil, handlers.NewPermanentError("nope")
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
+		return nil, handlers.Permanent(errors.New("nope"))
 	})
 	handlers.OnDelete(kind, "delete_fn", nothing)
 	env.StartOperator(t, ns, reg, handlers.Options{Posting: posting.Settings{Loggers: true, Level: posting.LevelDebug}})

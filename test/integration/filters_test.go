@@ -7,6 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // Filters decide which handlers run; an object that matches no change
@@ -16,24 +19,24 @@ func TestFiltersAndStealthMode(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "label_value", seen.record, handlers.Labels{"somelabel": handlers.Equals("somevalue")})
-	handlers.OnCreate(kind, "label_present", seen.record, handlers.Labels{"somelabel": handlers.Present})
-	handlers.OnCreate(kind, "label_absent", seen.record, handlers.Labels{"somelabel": handlers.Absent})
-	handlers.OnCreate(kind, "label_check", seen.record, handlers.Labels{"somelabel": handlers.Check(func(v any) bool { return v == "somevalue" })})
-	handlers.OnCreate(kind, "annotation_value", seen.record, handlers.Annotations{"someannotation": handlers.Equals("somevalue")})
-	handlers.OnCreate(kind, "annotation_mismatch", seen.record, handlers.Annotations{"someannotation": handlers.Equals("other")})
-	handlers.OnCreate(kind, "when_true", seen.record, handlers.When(func(obj *unstructured.Unstructured, c *handlers.Cause) bool { return obj.GetName() == "kopf-example-1" }))
-	handlers.OnCreate(kind, "when_false", seen.record, handlers.When(func(obj *unstructured.Unstructured, c *handlers.Cause) bool { return false }))
-	handlers.OnCreate(kind, "field_value", seen.record, handlers.Field("spec.field"), handlers.Value(handlers.Equals("value")))
-	handlers.OnCreate(kind, "field_other", seen.record, handlers.Field("spec.field"), handlers.Value(handlers.Equals("other")))
+	handlers.OnCreate(kind, "label_value", seen.record, handlers.Labels{"somelabel": filter.Equals("somevalue")})
+	handlers.OnCreate(kind, "label_present", seen.record, handlers.Labels{"somelabel": filter.Present})
+	handlers.OnCreate(kind, "label_absent", seen.record, handlers.Labels{"somelabel": filter.Absent})
+	handlers.OnCreate(kind, "label_check", seen.record, handlers.Labels{"somelabel": filter.Check(func(v any) bool { return v == "somevalue" })})
+	handlers.OnCreate(kind, "annotation_value", seen.record, handlers.Annotations{"someannotation": filter.Equals("somevalue")})
+	handlers.OnCreate(kind, "annotation_mismatch", seen.record, handlers.Annotations{"someannotation": filter.Equals("other")})
+	handlers.OnCreate(kind, "when_true", seen.record, handlers.When(func(obj *unstructured.Unstructured, c *cause.Change) bool { return obj.GetName() == "kopf-example-1" }))
+	handlers.OnCreate(kind, "when_false", seen.record, handlers.When(func(obj *unstructured.Unstructured, c *cause.Change) bool { return false }))
+	handlers.OnCreate(kind, "field_value", seen.record, handlers.Field("spec.field"), handlers.Value(filter.Equals("value")))
+	handlers.OnCreate(kind, "field_other", seen.record, handlers.Field("spec.field"), handlers.Value(filter.Equals("other")))
 	handlers.OnCreate(kind, "field_present", seen.record, handlers.Field("spec.items"))
 	handlers.OnCreate(kind, "field_absent", seen.record, handlers.Field("spec.nothing"))
-	handlers.OnUpdate(kind, "update_old_new", seen.record, handlers.Field("spec.field"), handlers.ValueBefore(handlers.Equals("value")), handlers.ValueAfter(handlers.Equals("changed")))
-	handlers.OnUpdate(kind, "update_added", seen.record, handlers.Field("spec.extra"), handlers.ValueBefore(handlers.Absent), handlers.ValueAfter(handlers.Present))
+	handlers.OnUpdate(kind, "update_old_new", seen.record, handlers.Field("spec.field"), handlers.ValueBefore(filter.Equals("value")), handlers.ValueAfter(filter.Equals("changed")))
+	handlers.OnUpdate(kind, "update_added", seen.record, handlers.Field("spec.extra"), handlers.ValueBefore(filter.Absent), handlers.ValueAfter(filter.Present))
 	// The stealth object: only labelled objects matter to this handler.
 	stealthReg, stealthKind := kex()
-	handlers.OnCreate(stealthKind, "picky", seen.record, handlers.Labels{"picked": handlers.Equals("yes")})
-	handlers.OnDelete(stealthKind, "picky_delete", seen.record, handlers.Labels{"picked": handlers.Equals("yes")})
+	handlers.OnCreate(stealthKind, "picky", seen.record, handlers.Labels{"picked": filter.Equals("yes")})
+	handlers.OnDelete(stealthKind, "picky_delete", seen.record, handlers.Labels{"picked": filter.Equals("yes")})
 
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 	create(t, exampleObject(t, ns))
@@ -63,7 +66,7 @@ func TestFiltersAndStealthMode(t *testing.T) {
 	mergePatch(t, stealthNS, "kopf-example-1", `{"spec":{"field":"changed"}}`, false)
 	mergePatch(t, stealthNS, "kopf-example-1", `{"metadata":{"labels":{"picked":"yes"}}}`, false)
 	eventually(t, "the object is handled once it matches", func() bool { return len(seen.of("picky")) == 1 })
-	if c := seen.of("picky")[0]; c.Reason != handlers.ReasonCreate {
+	if c := seen.of("picky")[0]; c.Reason != cause.Create {
 		t.Errorf("the newly matching object got reason %s, want create", c.Reason)
 	}
 	mergePatch(t, stealthNS, "kopf-example-1", `{"metadata":{"labels":{"picked":null}}}`, false)
@@ -82,7 +85,7 @@ func TestStealthObjectStaysUntouched(t *testing.T) {
 	seenVersions := recordVersions(t, ns)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "picky", seen.record, handlers.Labels{"picked": handlers.Equals("yes")})
+	handlers.OnCreate(kind, "picky", seen.record, handlers.Labels{"picked": filter.Equals("yes")})
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 	create(t, exampleObject(t, ns))
 	mergePatch(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`, false)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 const finalizer = "kopf.zalando.org/KopfFinalizerMarker"
@@ -24,12 +26,12 @@ func TestFinalizerFirstThenDeletion(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	var finalizedAtCreate, deletingAtDelete bool
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		finalizedAtCreate = slices.Contains(obj.GetFinalizers(), finalizer)
 		seen.add(c)
 		return nil, nil
 	})
-	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		deletingAtDelete = obj.GetDeletionTimestamp() != nil
 		seen.add(c)
 		return nil, nil
@@ -56,7 +58,7 @@ func TestFinalizerFirstThenDeletion(t *testing.T) {
 	}
 	eventually(t, "the object is gone", func() bool { return gone(t, ns, "kopf-example-1") })
 	deletes := seen.of("delete_fn")
-	if len(deletes) != 1 || deletes[0].Reason != handlers.ReasonDelete || !deletingAtDelete {
+	if len(deletes) != 1 || deletes[0].Reason != cause.Delete || !deletingAtDelete {
 		t.Errorf("delete handler calls = %+v (deleting: %v), want one with reason delete on a deleting object", deletes, deletingAtDelete)
 	}
 	for _, v := range seenVersions.all() {

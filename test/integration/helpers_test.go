@@ -14,6 +14,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // checkLeaks fails the test if goroutines started after this call are
@@ -99,7 +101,7 @@ type calls struct {
 
 type call struct {
 	ID     string
-	Reason handlers.Reason
+	Reason cause.Reason
 	Retry  int
 	Old    any
 	New    any
@@ -107,7 +109,7 @@ type call struct {
 	At     time.Time
 }
 
-func (c *calls) add(cause *handlers.Cause) {
+func (c *calls) add(cause *cause.Change) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.items = append(c.items, call{ID: cause.HandlerID, Reason: cause.Reason, Retry: cause.Retry,
@@ -116,7 +118,7 @@ func (c *calls) add(cause *handlers.Cause) {
 
 // record is a change handler that adds its call to c and does nothing
 // else, for tests that only look at which handlers ran and how.
-func (c *calls) record(ctx context.Context, obj *unstructured.Unstructured, cause *handlers.Cause) (any, error) {
+func (c *calls) record(ctx context.Context, obj *unstructured.Unstructured, cause *cause.Change) (any, error) {
 	c.add(cause)
 	return nil, nil
 }
@@ -124,7 +126,7 @@ func (c *calls) record(ctx context.Context, obj *unstructured.Unstructured, caus
 // nothing is a change handler that does nothing: it is there for the
 // engine to run it, or, as a delete handler, to make the engine keep its
 // finalizer on the object.
-func nothing(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+func nothing(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 	return nil, nil
 }
 

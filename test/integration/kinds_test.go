@@ -16,6 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // One operator serves several kinds at once: a typed built-in kind (whose
@@ -29,15 +33,15 @@ func TestSeveralKindsTypedAndClusterScoped(t *testing.T) {
 	cluster := handlers.ForKind(reg, "kopf.dev", "v1", "ClusterKopfExample")
 	var seen calls
 	var cmData atomic.Value
-	handlers.OnCreate(cms, "cm_create", func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(cms, "cm_create", func(ctx context.Context, cm *corev1.ConfigMap, c *cause.Change) (any, error) {
 		seen.add(c)
 		cmData.Store(cm.Data["key"])
 		return map[string]any{"seen": cm.Data["key"]}, nil
-	}, handlers.Labels{"handled": handlers.Present})
-	handlers.OnUpdate(cms, "cm_update", func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+	}, handlers.Labels{"handled": filter.Present})
+	handlers.OnUpdate(cms, "cm_update", func(ctx context.Context, cm *corev1.ConfigMap, c *cause.Change) (any, error) {
 		seen.add(c)
 		return nil, nil
-	}, handlers.Labels{"handled": handlers.Present})
+	}, handlers.Labels{"handled": filter.Present})
 	handlers.OnDelete(cluster, "cluster_delete", seen.record)
 	handlers.OnCreate(kind, "kex_create", seen.record)
 	env.StartOperator(t, ns, reg, handlers.Options{})
@@ -113,19 +117,16 @@ func TestEmbeddedBesideAnotherController(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", seen.record)
-	op := env.NewOperator(t, ns, reg, handlers.Options{})
 	var reconciled atomic.Int32
-	err := ctrl.NewControllerManagedBy(op.Manager).For(&corev1.ConfigMap{}).Named("plain-configmaps").
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			if req.Name == "plain" {
-				reconciled.Add(1)
-			}
-			return reconcile.Result{}, nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	op.Start(t)
+	env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.BeforeStart(func(mgr manager.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Named("plain-configmaps").
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				if req.Name == "plain" {
+					reconciled.Add(1)
+				}
+				return reconcile.Result{}, nil
+			}))
+	}))
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns}, Data: map[string]string{"a": "b"}}
 	if err := env.Client.Create(context.Background(), cm); err != nil {
@@ -148,10 +149,10 @@ func TestEmbeddedBesideAnotherController(t *testing.T) {
 func TestOneKindTypedAndByNameIsRefused(t *testing.T) {
 	checkLeaks(t)
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(handlers.For[*corev1.ConfigMap](reg), "typed", func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+	handlers.OnCreate(handlers.For[*corev1.ConfigMap](reg), "typed", func(context.Context, *corev1.ConfigMap, *cause.Change) (any, error) {
 		return nil, nil
 	})
-	handlers.OnCreate(handlers.ForKind(reg, "", "v1", "ConfigMap"), "by_name", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+	handlers.OnCreate(handlers.ForKind(reg, "", "v1", "ConfigMap"), "by_name", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 		return nil, nil
 	})
 	mgr, err := manager.New(env.Config, manager.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -27,10 +28,10 @@ func TestLeaderElectionWithPeering(t *testing.T) {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = &lease, &renew, &retry
 		o.LeaderElectionReleaseOnCancel = true
 	}
-	replica := func(identity string, seen *calls, tweaks ...func(*manager.Options)) *testenv.Operator {
+	replica := func(identity string, seen *calls, tweaks ...kopftest.OperatorOption) *testenv.Operator {
 		reg, kind := kex()
 		handlers.OnCreate(kind, "create_fn", seen.record)
-		return env.StartOperator(t, ns, reg, handlers.Options{Identity: identity}, append(tweaks, leaderElection)...)
+		return env.StartOperator(t, ns, reg, handlers.Options{Identity: identity}, append(tweaks, kopftest.WithManagerOptions(leaderElection))...)
 	}
 	probes := testenv.FreeAddress(t)
 	serveProbes := func(o *manager.Options) { o.HealthProbeBindAddress = probes }
@@ -40,7 +41,7 @@ func TestLeaderElectionWithPeering(t *testing.T) {
 		_, ok := peers(t, ns, "default")["replica-a"]
 		return ok
 	})
-	b := replica("replica-b", &second, serveProbes)
+	b := replica("replica-b", &second, kopftest.WithManagerOptions(serveProbes))
 	// A standby is ready: a rolling update must be able to bring it up
 	// while the old replica holds the Lease.
 	eventually(t, "the standby replica is ready", func() bool { return readyzStatus(probes) == http.StatusOK })

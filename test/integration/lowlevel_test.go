@@ -16,6 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
+	"github.com/kopf-go/kopf/pkg/memo"
 )
 
 // eventLog records the events an on-event handler saw.
@@ -47,14 +51,14 @@ func TestOnEventHandlers(t *testing.T) {
 	create(t, listed)
 	reg, kind := kex()
 	var log eventLog
-	handlers.OnEvent(kind, "spy", func(ctx context.Context, obj *unstructured.Unstructured, e *handlers.RawEvent) (any, error) {
+	handlers.OnEvent(kind, "spy", func(ctx context.Context, obj *unstructured.Unstructured, e *cause.Event) (any, error) {
 		log.add(obj.GetName() + ":" + e.Type)
-		if e.Type == handlers.EventDeleted {
+		if e.Type == cause.EventDeleted {
 			return nil, nil
 		}
 		return map[string]any{"seen": e.Type}, nil
 	})
-	handlers.OnEvent(kind, "failing", func(ctx context.Context, obj *unstructured.Unstructured, e *handlers.RawEvent) (any, error) {
+	handlers.OnEvent(kind, "failing", func(ctx context.Context, obj *unstructured.Unstructured, e *cause.Event) (any, error) {
 		return nil, errString("a spy's bad day")
 	})
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
@@ -105,15 +109,15 @@ func TestIndices(t *testing.T) {
 	create(t, named(t, ns, "first"))
 	reg, kind := kex()
 	cms := handlers.For[*corev1.ConfigMap](reg)
-	handlers.Index(cms, "by_phase", func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+	handlers.Index(cms, "by_phase", func(ctx context.Context, cm *corev1.ConfigMap, c *cause.Change) (any, error) {
 		if cm.Labels["phase"] == "skip" {
 			return nil, nil // no change
 		}
 		return map[string]string{cm.Labels["phase"]: cm.Name}, nil
-	}, handlers.Labels{"phase": handlers.Present})
+	}, handlers.Labels{"phase": filter.Present})
 	var mu sync.Mutex
 	running := map[string][]any{}
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		running[obj.GetName()] = c.Indices.Get("by_phase").Get("Running")
@@ -170,15 +174,15 @@ func TestMemos(t *testing.T) {
 	ns := env.Namespace(t)
 	reg, kind := kex()
 	shared := &sync.Map{}
-	operatorMemo := &handlers.Memo{}
+	operatorMemo := &memo.Memo{}
 	operatorMemo.Set("shared", shared)
 	operatorMemo.Set("greeting", "hello")
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		c.Memo.Set("from-create", obj.GetName())
 		c.Memo.Set("greeting", "changed by "+obj.GetName())
 		return nil, nil
 	})
-	handlers.Daemon(kind, "reader", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "reader", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		for {
 			if v, ok := d.Memo.Get("from-create"); ok {
 				s, _ := d.Memo.Get("shared")

@@ -9,6 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // The metrics endpoint counts daemons and timers while they run, those
@@ -22,23 +25,23 @@ func TestMetricsDaemons(t *testing.T) {
 	var releaseOnce sync.Once
 	releaseSlow := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(releaseSlow) // before the leak check, if the test fails early
-	handlers.Daemon(kind, "m-polite", func(ctx context.Context, _ *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "m-polite", func(ctx context.Context, _ *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	handlers.Daemon(kind, "m-slow", func(ctx context.Context, _ *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "m-slow", func(ctx context.Context, _ *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		<-ctx.Done()
 		<-release // a slow cleanup
 		return nil, ctx.Err()
 	}, handlers.CancellationPolling(200*time.Millisecond))
-	handlers.Daemon(kind, "m-done", func(context.Context, *unstructured.Unstructured, *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "m-done", func(context.Context, *unstructured.Unstructured, *cause.Daemon) (any, error) {
 		return nil, nil
 	})
-	handlers.Timer(kind, "m-tick", func(context.Context, *unstructured.Unstructured, *handlers.DaemonCause) (any, error) {
+	handlers.Timer(kind, "m-tick", func(context.Context, *unstructured.Unstructured, *cause.Daemon) (any, error) {
 		return nil, nil
 	}, handlers.Interval(100*time.Millisecond))
 	serve, at := servingMetrics(t)
-	env.StartOperator(t, ns, reg, handlers.Options{}, serve)
+	env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.WithManagerOptions(serve))
 
 	running := func(id string) string { return series("kopf_daemons_running", "kind", kexKind, "handler", id) }
 	stopping := func(id string) string { return series("kopf_daemons_stopping", "kind", kexKind, "handler", id) }

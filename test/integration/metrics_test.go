@@ -14,6 +14,11 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/failure"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // labelled returns the example object with a name and the label
@@ -25,7 +30,7 @@ func labelled(t *testing.T, namespace, name string) *unstructured.Unstructured {
 }
 
 // forCase is the filter of a case's handlers.
-func forCase(name string) handlers.Labels { return handlers.Labels{"case": handlers.Equals(name)} }
+func forCase(name string) handlers.Labels { return handlers.Labels{"case": filter.Equals(name)} }
 
 // The metrics endpoint counts each handler's attempts by outcome, times
 // them, and counts the objects that wait for a retry or failed for good:
@@ -39,30 +44,30 @@ func TestMetricsHandlerOutcomes(t *testing.T) {
 	var flaky atomic.Bool
 	flaky.Store(true)
 	handlers.OnCreate(kind, "m-ok", nothing, forCase("ok"))
-	handlers.OnCreate(kind, "m-flaky", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "m-flaky", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 		if flaky.Load() {
-			return nil, handlers.NewTemporaryError("not yet", 500*time.Millisecond)
+			return nil, handlers.Temporary(errors.New("not yet"), 500*time.Millisecond)
 		}
 		return nil, nil
 	}, forCase("flaky"))
-	handlers.OnCreate(kind, "m-stuck", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
-		return nil, handlers.NewTemporaryError("not ever", 500*time.Millisecond)
+	handlers.OnCreate(kind, "m-stuck", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
+		return nil, handlers.Temporary(errors.New("not ever"), 500*time.Millisecond)
 	}, forCase("stuck"))
-	handlers.OnCreate(kind, "m-permanent", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
-		return nil, handlers.NewPermanentError("never")
+	handlers.OnCreate(kind, "m-permanent", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
+		return nil, handlers.Permanent(errors.New("never"))
 	}, forCase("permanent"))
 	handlers.OnUpdate(kind, "m-update", nothing, forCase("permanent"))
-	handlers.OnCreate(kind, "m-retries", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "m-retries", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 		return nil, errors.New("boom")
 	}, forCase("limits"), handlers.Retries(2), handlers.Backoff(0))
-	handlers.OnCreate(kind, "m-timeout", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
-		return nil, handlers.NewTemporaryError("later", 2*time.Second)
+	handlers.OnCreate(kind, "m-timeout", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
+		return nil, handlers.Temporary(errors.New("later"), 2*time.Second)
 	}, forCase("limits"), handlers.Timeout(time.Second))
-	handlers.OnCreate(kind, "m-ignored", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "m-ignored", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 		return nil, errors.New("whatever")
-	}, forCase("limits"), handlers.Errors(handlers.ErrorsIgnored))
+	}, forCase("limits"), handlers.Errors(failure.ErrorsIgnored))
 	serve, at := servingMetrics(t)
-	env.StartOperator(t, ns, reg, handlers.Options{}, serve)
+	env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.WithManagerOptions(serve))
 
 	retrying := series("kopf_objects_retrying", "kind", kexKind)
 	failed := series("kopf_objects_failed", "kind", kexKind)
@@ -114,8 +119,8 @@ func TestMetricsReleasedOnStop(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	reg, kind := kex()
-	handlers.OnCreate(kind, "m-stop", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
-		return nil, handlers.NewPermanentError("never")
+	handlers.OnCreate(kind, "m-stop", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
+		return nil, handlers.Permanent(errors.New("never"))
 	})
 	identity := "metrics-" + ns
 	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: identity})

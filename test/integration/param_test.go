@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // One function registered several times, each with a Param of its own
@@ -25,11 +27,11 @@ func TestParamPerRegistration(t *testing.T) {
 		defer mu.Unlock()
 		seen[id] = param
 	}
-	onCreate := func(_ context.Context, _ *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	onCreate := func(_ context.Context, _ *unstructured.Unstructured, c *cause.Change) (any, error) {
 		record(c.HandlerID, c.Param)
 		return nil, nil
 	}
-	daemon := func(ctx context.Context, _ *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	daemon := func(ctx context.Context, _ *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		record(d.HandlerID, d.Param)
 		<-ctx.Done()
 		return nil, nil
@@ -38,7 +40,7 @@ func TestParamPerRegistration(t *testing.T) {
 		handlers.OnCreate(kind, "create_"+tier, onCreate, handlers.Param(tier))
 		handlers.Daemon(kind, "daemon_"+tier, daemon, handlers.Param(tier))
 	}
-	handlers.OnEvent(kind, "event", func(_ context.Context, _ *unstructured.Unstructured, e *handlers.RawEvent) (any, error) {
+	handlers.OnEvent(kind, "event", func(_ context.Context, _ *unstructured.Unstructured, e *cause.Event) (any, error) {
 		record(e.HandlerID, e.Param)
 		return nil, nil
 	}, handlers.Param(42))

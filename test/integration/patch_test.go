@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/hierarchies"
 )
 
 // A handler's own changes (labels, annotations, spec, status) travel with
@@ -22,7 +25,7 @@ func TestHandlerPatchResultsAndLogger(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	reg, kind := kex()
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		logr.FromContextOrDiscard(ctx).Info("Something was logged here.")
 		c.Patch.SetLabel("patched", "yes")
 		c.Patch.SetAnnotation("patched.example.com/by", c.HandlerID)
@@ -30,10 +33,10 @@ func TestHandlerPatchResultsAndLogger(t *testing.T) {
 		c.Patch.SetStatus("custom", map[string]any{"kept": true})
 		return map[string]any{"first": 1}, nil
 	})
-	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		return map[string]any{"second": 2}, nil
 	}, handlers.Field("spec.field"))
-	handlers.OnUpdate(kind, "scalar_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnUpdate(kind, "scalar_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		return []string{"a", "b"}, nil
 	}, handlers.Field("spec.field"))
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
@@ -83,9 +86,9 @@ func TestClientInHandlers(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	reg, kind := kex()
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName() + "-child", Namespace: obj.GetNamespace()}}
-		if err := handlers.Adopt(cm, obj); err != nil {
+		if err := hierarchies.Adopt(cm, obj); err != nil {
 			return nil, err
 		}
 		return nil, handlers.Client(ctx).Create(ctx, cm)

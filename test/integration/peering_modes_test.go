@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/filter"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
 )
 
@@ -59,8 +61,7 @@ func TestSamePriorityFreezesAll(t *testing.T) {
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", seen.record)
 	w := &watches{resource: "kopfexamples"}
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator", Priority: 5})
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator", Priority: 5}, kopftest.WithConfig(w.config()))
 	eventually(t, "the warning and the freeze", func() bool {
 		return len(op.Logs.Messages("Possibly conflicting operators with the same priority: [<Peer twin: priority=5,")) > 0 &&
 			len(op.Logs.Messages("Pausing all operators, including self: [")) == 1 && w.count() == 0
@@ -94,10 +95,8 @@ func TestMandatoryPeering(t *testing.T) {
 	handlers.OnCreate(kind, "create_fn", seen.record)
 	w := &watches{resource: "kopfexamples"}
 	probes := testenv.FreeAddress(t)
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator", Peering: "ours"}, func(o *manager.Options) {
-		o.HealthProbeBindAddress = probes
-	})
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator", Peering: "ours"}, kopftest.WithConfig(w.config()),
+		kopftest.WithManagerOptions(func(o *manager.Options) { o.HealthProbeBindAddress = probes }))
 	create(t, exampleObject(t, ns))
 	eventually(t, "the operator waits, frozen", func() bool {
 		return len(op.Logs.Messages("The operator starts frozen, and waits.")) == 1
@@ -191,7 +190,7 @@ func TestClusterWidePeering(t *testing.T) {
 	reg := handlers.NewRegistry()
 	cluster := handlers.ForKind(reg, "kopf.dev", "v1", "ClusterKopfExample")
 	var seen calls
-	handlers.OnCreate(cluster, "create_fn", seen.record, handlers.Labels{"test": handlers.Equals(ns)})
+	handlers.OnCreate(cluster, "create_fn", seen.record, handlers.Labels{"test": filter.Equals(ns)})
 	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator", Peering: name, Namespaces: []string{}})
 	eventually(t, "the record is in the cluster peering", func() bool {
 		_, ok := peers(t, "", name)["go-operator"]

@@ -13,7 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // named returns the example object with another name.
@@ -36,19 +39,19 @@ func TestFreezeInFavourOfAHigherPriority(t *testing.T) {
 	var seen calls
 	var stops stopCauses
 	handlers.OnCreate(kind, "create_fn", seen.record)
-	handlers.Daemon(kind, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
-		seen.add(&handlers.Cause{HandlerID: "daemon/" + obj.GetName()})
+	handlers.Daemon(kind, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+		seen.add(&cause.Change{HandlerID: "daemon/" + obj.GetName()})
 		<-ctx.Done()
 		stops.add(context.Cause(ctx))
 		return nil, ctx.Err()
 	})
 	w := &watches{resource: "kopfexamples"}
 	probes, metricsAt := testenv.FreeAddress(t), testenv.FreeAddress(t)
-	op := env.NewOperatorOn(t, w.config(), ns, reg, handlers.Options{Identity: "go-operator"}, func(o *manager.Options) {
-		o.HealthProbeBindAddress = probes
-		o.Metrics.BindAddress = metricsAt
-	})
-	op.Start(t)
+	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator"}, kopftest.WithConfig(w.config()),
+		kopftest.WithManagerOptions(func(o *manager.Options) {
+			o.HealthProbeBindAddress = probes
+			o.Metrics.BindAddress = metricsAt
+		}))
 
 	create(t, named(t, ns, "before"))
 	eventually(t, "the object is handled and the record written", func() bool {
@@ -64,7 +67,7 @@ func TestFreezeInFavourOfAHigherPriority(t *testing.T) {
 		return len(op.Logs.Messages("Pausing operations in favour of [<Peer python-operator: priority=100, lifetime=60, lastseen=")) == 1
 	})
 	eventually(t, "the daemon stops and the watches close", func() bool {
-		return errors.Is(stops.last(), handlers.StopOperatorPausing) && w.count() == 0
+		return errors.Is(stops.last(), cause.StopOperatorPausing) && w.count() == 0
 	})
 	if code, body := httpGet(t, "http://"+probes+"/readyz/kopf-peering"); code == http.StatusOK || !strings.Contains(body, "frozen: in favour of [<Peer python-operator") {
 		t.Errorf("readiness while frozen = %d %q, want a failure saying why", code, body)

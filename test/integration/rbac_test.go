@@ -20,6 +20,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/test/testenv"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // The RBAC of config/rbac, for each kind of scope, is exactly enough: the
@@ -69,7 +71,7 @@ func TestRunnerWithTheDocumentedRBAC(t *testing.T) {
 			}
 
 			reg, kind := kex()
-			handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+			handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 				var read corev1.ConfigMap
 				if err := handlers.Client(ctx).Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: "settings"}, &read); err != nil {
 					return nil, err
@@ -108,7 +110,7 @@ func runRunner(t *testing.T, reg *handlers.Registry, args []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- handlers.Run(ctx, reg, args, handlers.Options{}) }()
+	go func() { done <- handlers.Run(ctx, reg, args, handlers.RunOptions{}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -16,6 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // readCounter counts the operator's reads of one resource at its
@@ -87,14 +91,14 @@ func TestHandledObjectsAreReadFromTheCache(t *testing.T) {
 		resource: "kopfexamples",
 		setup: func(reg *handlers.Registry, handled func(string)) {
 			kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-			fn := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+			fn := func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 				handled(string(c.Reason) + " " + obj.GetName())
 				return map[string]any{"message": "done"}, nil
 			}
 			handlers.OnCreate(kind, "create_fn", fn)
 			handlers.OnUpdate(kind, "update_fn", fn)
 			handlers.OnDelete(kind, "delete_fn", fn)
-			handlers.Timer(kind, "tick", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.DaemonCause) (any, error) {
+			handlers.Timer(kind, "tick", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Daemon) (any, error) {
 				handled("tick " + obj.GetName())
 				return nil, nil
 			}, handlers.Interval(100*time.Millisecond))
@@ -110,17 +114,17 @@ func TestHandledObjectsAreReadFromTheCache(t *testing.T) {
 		resource: "configmaps",
 		setup: func(reg *handlers.Registry, handled func(string)) {
 			kind := handlers.For[*corev1.ConfigMap](reg)
-			fn := func(ctx context.Context, obj *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+			fn := func(ctx context.Context, obj *corev1.ConfigMap, c *cause.Change) (any, error) {
 				handled(string(c.Reason) + " " + obj.GetName())
 				return nil, nil
 			}
-			handlers.OnCreate(kind, "create_fn", fn, handlers.Labels{"handled": handlers.Present})
-			handlers.OnUpdate(kind, "update_fn", fn, handlers.Labels{"handled": handlers.Present})
-			handlers.OnDelete(kind, "delete_fn", fn, handlers.Labels{"handled": handlers.Present})
-			handlers.Timer(kind, "tick", func(ctx context.Context, obj *corev1.ConfigMap, c *handlers.DaemonCause) (any, error) {
+			handlers.OnCreate(kind, "create_fn", fn, handlers.Labels{"handled": filter.Present})
+			handlers.OnUpdate(kind, "update_fn", fn, handlers.Labels{"handled": filter.Present})
+			handlers.OnDelete(kind, "delete_fn", fn, handlers.Labels{"handled": filter.Present})
+			handlers.Timer(kind, "tick", func(ctx context.Context, obj *corev1.ConfigMap, c *cause.Daemon) (any, error) {
 				handled("tick " + obj.GetName())
 				return nil, nil
-			}, handlers.Interval(100*time.Millisecond), handlers.Labels{"handled": handlers.Present})
+			}, handlers.Interval(100*time.Millisecond), handlers.Labels{"handled": filter.Present})
 		},
 		object: func(ns, name string) client.Object {
 			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
@@ -146,8 +150,7 @@ func TestHandledObjectsAreReadFromTheCache(t *testing.T) {
 			reg := handlers.NewRegistry()
 			tc.setup(reg, handled)
 			reads := &readCounter{resource: tc.resource}
-			op := env.NewOperatorOn(t, reads.config(), ns, reg, handlers.Options{})
-			op.Start(t)
+			op := env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.WithConfig(reads.config()))
 
 			const n = 3
 			ctx := context.Background()

@@ -16,6 +16,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // diffBaseKey is where the last handled configuration is stored.
@@ -59,12 +61,11 @@ func resultOf(t *testing.T, ns, id string) string {
 func ringOf(t *testing.T, ns string, reg func() *handlers.Registry) []*kopftest.Operator {
 	var ops []*kopftest.Operator
 	for _, name := range []string{"a", "b"} {
-		op := env.NewOperatorOn(t, env.Config, ns, reg(), handlers.Options{
+		op := env.StartOperator(t, ns, reg(), handlers.Options{
 			Identity: "kopf@test/" + name, Standalone: true, ShutdownGrace: 5 * time.Second,
 			Sharding: handlers.Sharding{Ring: "again", Namespace: ns,
 				LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RenewPeriod: 500 * time.Millisecond},
 		})
-		op.Start(t)
 		ops = append(ops, op)
 	}
 	eventually(t, "both replicas are members of the ring", func() bool {
@@ -109,7 +110,7 @@ func TestRecreatedWhileItsCreateHandlerRuns(t *testing.T) {
 			held := newHeldCall()
 			registry := func() *handlers.Registry {
 				reg, kind := kex()
-				handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+				handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 					held.hold(obj.GetUID())
 					return map[string]any{"uid": string(obj.GetUID())}, nil
 				})
@@ -159,8 +160,8 @@ func TestRecreatedWhileItsCreateHandlerRuns(t *testing.T) {
 // was created under its name, and nothing of theirs lands on the second
 // object, whose own result does.
 func TestRecreatedWhileADaemonWrites(t *testing.T) {
-	late := func(held *heldCall) func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
-		return func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	late := func(held *heldCall) func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+		return func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 			held.hold(obj.GetUID())
 			return map[string]any{"uid": string(obj.GetUID())}, nil
 		}
@@ -176,8 +177,8 @@ func TestRecreatedWhileADaemonWrites(t *testing.T) {
 			handlers.Timer(kind, "late_fn", late(held), handlers.Interval(time.Second))
 		}},
 		{name: "an on-event handler", register: func(kind *handlers.Resource[*unstructured.Unstructured], held *heldCall) {
-			handlers.OnEvent(kind, "late_fn", func(ctx context.Context, obj *unstructured.Unstructured, e *handlers.RawEvent) (any, error) {
-				if e.Type == handlers.EventDeleted {
+			handlers.OnEvent(kind, "late_fn", func(ctx context.Context, obj *unstructured.Unstructured, e *cause.Event) (any, error) {
+				if e.Type == cause.EventDeleted {
 					return nil, nil
 				}
 				held.hold(obj.GetUID())
@@ -231,7 +232,7 @@ func TestRecreatedTypedWithStatus(t *testing.T) {
 	ns := env.Namespace(t)
 	held := newHeldCall()
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(handlers.For[*appsv1.Deployment](reg), "create_fn", func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(handlers.For[*appsv1.Deployment](reg), "create_fn", func(ctx context.Context, d *appsv1.Deployment, c *cause.Change) (any, error) {
 		held.hold(d.GetUID())
 		return map[string]any{"uid": string(d.GetUID())}, nil
 	})

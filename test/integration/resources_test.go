@@ -17,6 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 // Kopf's selector forms, resolved through discovery, each serve the
@@ -85,7 +88,7 @@ func TestResourcesThatAppearAndGoAtRuntime(t *testing.T) {
 	var byName, byCategory servedCreates
 	byName.register(handlers.ForResource(reg, "latecomers."+group))
 	stopped := make(chan error, 1)
-	handlers.Daemon(handlers.ForCategory(reg, category), "follower", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(handlers.ForCategory(reg, category), "follower", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		<-ctx.Done()
 		stopped <- context.Cause(ctx)
 		return nil, nil
@@ -111,7 +114,7 @@ func TestResourcesThatAppearAndGoAtRuntime(t *testing.T) {
 	}
 	select {
 	case err := <-stopped:
-		if !errors.Is(err, handlers.StopResourceDeleted) {
+		if !errors.Is(err, cause.StopResourceDeleted) {
 			t.Errorf("the daemon stopped with %v, want RESOURCE_DELETED", err)
 		}
 	case <-time.After(30 * time.Second):
@@ -140,13 +143,13 @@ func TestEverythingWithAFilter(t *testing.T) {
 	ns := env.Namespace(t)
 	reg := handlers.NewRegistry()
 	seen := make(chan string, 16)
-	handlers.OnEvent(handlers.ForEverything(reg), "spy", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.RawEvent) (any, error) {
+	handlers.OnEvent(handlers.ForEverything(reg), "spy", func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Event) (any, error) {
 		select {
 		case seen <- obj.GetKind() + "/" + obj.GetName():
 		default:
 		}
 		return nil, nil
-	}, handlers.Labels{"spied": handlers.Present})
+	}, handlers.Labels{"spied": filter.Present})
 	env.StartOperator(t, ns, reg, handlers.Options{Standalone: true})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "spied", Labels: map[string]string{"spied": "yes"}}}
 	quiet := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quiet"}}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // handled runs an operator with a create and a delete handler until the
@@ -50,7 +52,7 @@ func TestResumeOnRestart(t *testing.T) {
 	restarted(t, ns, &seen)
 	eventually(t, "resuming is handled", func() bool { return len(seen.of("resume_fn")) == 1 && len(seen.of("resume_deleted_fn")) == 1 })
 	for _, c := range append(seen.of("resume_fn"), seen.of("resume_deleted_fn")...) {
-		if c.Reason != handlers.ReasonResume {
+		if c.Reason != cause.Resume {
 			t.Errorf("%s ran with reason %s, want resume", c.ID, c.Reason)
 		}
 	}
@@ -82,7 +84,7 @@ func TestResumeMixedIntoUpdate(t *testing.T) {
 	order := []string{}
 	for _, c := range seen.all() {
 		order = append(order, c.ID)
-		if c.Reason != handlers.ReasonUpdate {
+		if c.Reason != cause.Update {
 			t.Errorf("%s ran with reason %s, want update", c.ID, c.Reason)
 		}
 	}
@@ -115,7 +117,7 @@ func TestResumeSkippedOnDeletion(t *testing.T) {
 		t.Errorf("resume_fn ran %d times on a deleted object, want 0", n)
 	}
 	for _, c := range seen.all() {
-		if c.Reason != handlers.ReasonDelete {
+		if c.Reason != cause.Delete {
 			t.Errorf("%s ran with reason %s, want delete", c.ID, c.Reason)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // The standalone runner takes Kopf's command line, serves the given
@@ -22,14 +24,14 @@ func TestStandaloneRunner(t *testing.T) {
 	}
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		return map[string]any{"namespace": obj.GetNamespace()}, nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- handlers.Run(ctx, reg, []string{"--standalone", "--namespace", ns, "--kubeconfig", kubeconfig, "--verbose"}, handlers.Options{})
+		done <- handlers.Run(ctx, reg, []string{"--standalone", "--namespace", ns, "--kubeconfig", kubeconfig, "--verbose"}, handlers.RunOptions{})
 	}()
 	stopped := false
 	t.Cleanup(func() {

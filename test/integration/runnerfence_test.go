@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // The standalone runner of a ring member that loses its membership
@@ -29,7 +31,7 @@ func TestShardedRunnerReturnsAtOnceWhenFenced(t *testing.T) {
 	}
 	reg, kind := kex()
 	running, release := make(chan struct{}, 1), make(chan struct{})
-	handlers.OnCreate(kind, "stubborn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "stubborn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		running <- struct{}{}
 		<-release // ignores its cancellation
 		return nil, nil
@@ -37,7 +39,7 @@ func TestShardedRunnerReturnsAtOnceWhenFenced(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- handlers.Run(context.Background(), reg,
-			[]string{"--standalone", "--namespace", ns, "--kubeconfig", kubeconfig, "--shard-ring", "runner"}, handlers.Options{})
+			[]string{"--standalone", "--namespace", ns, "--kubeconfig", kubeconfig, "--shard-ring", "runner"}, handlers.RunOptions{})
 	}()
 	defer func() {
 		close(release) // the manager then ends its stop in the background

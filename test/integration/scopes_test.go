@@ -20,6 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/handlers"
+	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 const diffbaseAnnotation = "kopf.zalando.org/last-handled-configuration"
@@ -40,13 +43,13 @@ func (s *servedCreates) register(kind *handlers.Resource[*unstructured.Unstructu
 // registrations that select one resource together.
 func (s *servedCreates) registerAs(kind *handlers.Resource[*unstructured.Unstructured], suffix string) {
 	s.stopped = map[string]error{}
-	handlers.OnCreate(kind, "create_fn"+suffix, func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn"+suffix, func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.created = append(s.created, obj.GetNamespace())
 		return nil, nil
 	})
-	handlers.Daemon(kind, "watcher"+suffix, func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "watcher"+suffix, func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		<-ctx.Done()
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -115,7 +118,7 @@ func TestNamespacePatternFollowsNamespaces(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-*,!*-skip"}}, wholeClusterCache)
+	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-*,!*-skip"}}, kopftest.WithManagerOptions(wholeClusterCache))
 
 	create(t, exampleObject(t, early))
 	eventually(t, "the object in the namespace that existed at the start is handled", func() bool { return served.createdIn(early) })
@@ -136,7 +139,7 @@ func TestNamespacePatternFollowsNamespaces(t *testing.T) {
 
 	removeNamespace(t, late)
 	eventually(t, "the gone namespace's daemon stops", func() bool { return served.stoppedIn(late) != nil })
-	if err := served.stoppedIn(late); !errors.Is(err, handlers.StopResourceDeleted) {
+	if err := served.stoppedIn(late); !errors.Is(err, cause.StopResourceDeleted) {
 		t.Errorf("the daemon in the gone namespace stopped with %v, want RESOURCE_DELETED", err)
 	}
 	if err := served.stoppedIn(early); err != nil {
@@ -159,7 +162,7 @@ func TestNamespacePatternWaitsForItsFirstNamespace(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-?"}}, wholeClusterCache)
+	op := env.StartOperator(t, "", reg, handlers.Options{Namespaces: []string{prefix + "-?"}}, kopftest.WithManagerOptions(wholeClusterCache))
 	eventually(t, "the operator says it waits", func() bool {
 		return len(op.Logs.Messages("No namespace is served now; waiting for one that matches.")) > 0
 	})
@@ -178,8 +181,7 @@ func TestNamespacePatternsWithoutNamespacePermissions(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.NewOperatorOn(t, user, exact, reg, handlers.Options{Standalone: true, Namespaces: []string{exact, exact + "-*"}})
-	op.Start(t)
+	op := env.StartOperator(t, exact, reg, handlers.Options{Standalone: true, Namespaces: []string{exact, exact + "-*"}}, kopftest.WithConfig(user))
 	create(t, exampleObject(t, exact))
 	eventually(t, "the object in the namespace named exactly is handled", func() bool { return served.createdIn(exact) })
 	if n := len(op.Logs.Messages("Namespace patterns with globs are not served; only the namespaces named exactly are.")); n != 1 {
@@ -188,8 +190,7 @@ func TestNamespacePatternsWithoutNamespacePermissions(t *testing.T) {
 
 	reg2, kind2 := kex()
 	served.register(kind2)
-	failing := env.NewOperatorOn(t, user, exact, reg2, handlers.Options{Standalone: true, Namespaces: []string{exact + "-*"}})
-	failing.Start(t)
+	failing := env.StartOperator(t, exact, reg2, handlers.Options{Standalone: true, Namespaces: []string{exact + "-*"}}, kopftest.WithConfig(user))
 	err := failing.Exited(t)
 	if err == nil || !strings.Contains(err.Error(), "no permission to list and watch namespaces") {
 		t.Errorf("the operator with only globs exited with %v, want the lack of permission named", err)
@@ -233,7 +234,7 @@ func TestNamespacePatternPeersInEachServedNamespace(t *testing.T) {
 	reg, kind := kex()
 	var served servedCreates
 	served.register(kind)
-	op := env.StartOperator(t, "", reg, handlers.Options{Identity: "go-operator", Namespaces: []string{prefix + "-*"}}, wholeClusterCache)
+	op := env.StartOperator(t, "", reg, handlers.Options{Identity: "go-operator", Namespaces: []string{prefix + "-*"}}, kopftest.WithManagerOptions(wholeClusterCache))
 	eventually(t, "the operator's record is in the first namespace's peering", func() bool {
 		_, ok := peers(t, first, "default")["go-operator"]
 		return ok

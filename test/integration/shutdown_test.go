@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // When the operator stops, it waits for the change handlers and daemons
@@ -20,12 +22,12 @@ func TestShutdownNamesWhatItWaitsFor(t *testing.T) {
 	reg, kind := kex()
 	handlerStarted, daemonStarted := make(chan struct{}), make(chan struct{})
 	release := make(chan struct{})
-	handlers.OnCreate(kind, "slow_create", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "slow_create", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		close(handlerStarted)
 		<-release // ignores its context
 		return nil, nil
 	})
-	handlers.Daemon(kind, "stubborn", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "stubborn", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		close(daemonStarted)
 		<-release // ignores its context and the stop signal
 		return nil, nil

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 // ownProgress is a progress storage of an operator's own, written against
@@ -19,24 +24,24 @@ type ownProgress struct{}
 
 const ownPrefix = "progress.example.com/"
 
-func (ownProgress) Fetch(body map[string]any, id string) (*handlers.ProgressRecord, error) {
+func (ownProgress) Fetch(body map[string]any, id string) (*progress.Record, error) {
 	text, ok, _ := unstructured.NestedString(body, "metadata", "annotations", ownPrefix+id)
 	if !ok {
 		return nil, nil
 	}
-	var r handlers.ProgressRecord
+	var r progress.Record
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
-func (ownProgress) Store(_ map[string]any, p *handlers.Patch, id string, r handlers.ProgressRecord) {
+func (ownProgress) Store(_ map[string]any, p *patch.Patch, id string, r progress.Record) {
 	encoded, _ := r.MarshalJSON()
 	p.SetAnnotation(ownPrefix+id, string(encoded))
 }
 
-func (ownProgress) Purge(body map[string]any, p *handlers.Patch, id string) {
+func (ownProgress) Purge(body map[string]any, p *patch.Patch, id string) {
 	if _, ok, _ := unstructured.NestedString(body, "metadata", "annotations", ownPrefix+id); ok {
 		p.RemoveAnnotation(ownPrefix + id)
 	} else {
@@ -60,14 +65,14 @@ func (ownProgress) Clear(essence map[string]any) {
 func TestProgressStorages(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		storage handlers.ProgressStorage
+		storage progress.Storage
 		record  func(obj *unstructured.Unstructured) (string, bool)
 	}{
 		{"an operator's own", ownProgress{}, func(obj *unstructured.Unstructured) (string, bool) {
 			text, ok := obj.GetAnnotations()[ownPrefix+"create_fn"]
 			return text, ok
 		}},
-		{"status", handlers.NewProgressInStatus(), func(obj *unstructured.Unstructured) (string, bool) {
+		{"status", progress.NewStatus(), func(obj *unstructured.Unstructured) (string, bool) {
 			r, ok, _ := unstructured.NestedMap(obj.Object, "status", "kopf", "progress", "create_fn")
 			encoded, _ := json.Marshal(r)
 			return string(encoded), ok && r != nil
@@ -78,9 +83,9 @@ func TestProgressStorages(t *testing.T) {
 			ns := env.Namespace(t)
 			reg, kind := kex()
 			var attempts atomic.Int32
-			handlers.OnCreate(kind, "create_fn", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+			handlers.OnCreate(kind, "create_fn", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 				if attempts.Add(1) == 1 {
-					return nil, handlers.NewTemporaryError("not yet", 2*time.Second)
+					return nil, handlers.Temporary(errors.New("not yet"), 2*time.Second)
 				}
 				return nil, nil
 			})

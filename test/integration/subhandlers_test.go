@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // Kopf's acceptance item 14 (example 07): a create handler registers one
@@ -22,14 +25,14 @@ func TestSubhandlers(t *testing.T) {
 	seenVersions := recordVersions(t, ns)
 	reg, kind := kex()
 	var seen calls
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		items, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "items")
 		for _, item := range items {
-			if err := handlers.Subhandler(c, item, func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+			if err := handlers.Subhandler(ctx, item, func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 				seen.add(c)
 				if item == "item2" && c.Retry == 0 {
-					return nil, handlers.NewTemporaryError("not yet", 200*time.Millisecond)
+					return nil, handlers.Temporary(errors.New("not yet"), 200*time.Millisecond)
 				}
 				return map[string]any{"item": item}, nil
 			}); err != nil {
@@ -101,7 +104,7 @@ func TestSubhandlers(t *testing.T) {
 
 // Registering a sub-handler outside a change handler fails.
 func TestSubhandlerOutsideAHandler(t *testing.T) {
-	err := handlers.Subhandler(&handlers.Cause{}, "x", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+	err := handlers.Subhandler(context.Background(), "x", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 		return nil, nil
 	})
 	if err == nil {

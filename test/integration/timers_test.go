@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // ticks records when a timer was called and whether calls overlapped.
@@ -52,14 +54,14 @@ func TestTimers(t *testing.T) {
 	reg, kind := kex()
 	var interval, idle ticks
 	const step = 300 * time.Millisecond
-	handlers.Timer(kind, "tick", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Timer(kind, "tick", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		n := interval.begin()
 		defer interval.end()
 		time.Sleep(step / 2) // a slow tick must not overlap the next one
 		return map[string]any{"n": n}, nil
 	}, handlers.Interval(step))
 	created := time.Now()
-	handlers.Timer(kind, "idle", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Timer(kind, "idle", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		idle.begin()
 		defer idle.end()
 		return nil, nil

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 func mergePatch(t *testing.T, namespace, name, patch string, status bool) {
@@ -43,7 +46,7 @@ func TestUpdateDiffAndNoOp(t *testing.T) {
 
 	create(t, exampleObject(t, ns))
 	eventually(t, "creation is handled", func() bool { return op.Logs.Count("Creation is processed: 2 succeeded; 0 failed.") == 1 })
-	if f := seen.of("field_fn/spec.field"); len(f) != 1 || f[0].Reason != handlers.ReasonCreate || f[0].Old != nil || f[0].New != "value" {
+	if f := seen.of("field_fn/spec.field"); len(f) != 1 || f[0].Reason != cause.Create || f[0].Old != nil || f[0].New != "value" {
 		t.Errorf("on creation, field_fn calls = %+v; want one with reason create, old nil, new value (as Kopf)", f)
 	}
 
@@ -98,7 +101,7 @@ func TestOneHandlerPerCycleWithProgress(t *testing.T) {
 	seenVersions := recordVersions(t, ns)
 	reg, kind := kex()
 	var seen calls
-	record := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	record := func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
 		return map[string]any{"by": c.HandlerID}, nil
 	}
@@ -149,9 +152,9 @@ func TestDeletionSupersedesUpdate(t *testing.T) {
 	reg, kind := kex()
 	var seen calls
 	handlers.OnCreate(kind, "create_fn", nothing)
-	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		seen.add(c)
-		return nil, handlers.NewTemporaryError("later", time.Hour)
+		return nil, handlers.Temporary(errors.New("later"), time.Hour)
 	})
 	handlers.OnDelete(kind, "delete_fn", seen.record)
 	op := env.StartOperator(t, ns, reg, handlers.Options{})

@@ -91,7 +91,7 @@ func startRunner(t *testing.T, reg *handlers.Registry, args []string, opts handl
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &runner{cancel: cancel, done: make(chan error, 1), t: t}
-	go func() { r.done <- handlers.Run(ctx, reg, args, opts) }()
+	go func() { r.done <- handlers.Run(ctx, reg, args, handlers.RunOptions{Options: opts}) }()
 	t.Cleanup(r.stop)
 	return r
 }

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // features is a registry of KopfExample handlers that make the engine do
@@ -24,7 +26,7 @@ import (
 func features(settings bool) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		colour := obj.GetNamespace()
 		if settings {
 			var cm corev1.ConfigMap
@@ -36,17 +38,17 @@ func features(settings bool) *handlers.Registry {
 		handlers.PostInfo(ctx, obj, "Coloured", "The object is "+colour+".")
 		return map[string]any{"colour": colour}, nil
 	})
-	handlers.OnUpdate(kind, "update_fn", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnUpdate(kind, "update_fn", func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
 		return map[string]any{"field": field}, nil
 	})
-	handlers.OnDelete(kind, "delete_fn", func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+	handlers.OnDelete(kind, "delete_fn", func(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 		return nil, nil
 	})
-	handlers.Timer(kind, "tick_fn", func(context.Context, *unstructured.Unstructured, *handlers.DaemonCause) (any, error) {
+	handlers.Timer(kind, "tick_fn", func(context.Context, *unstructured.Unstructured, *cause.Daemon) (any, error) {
 		return map[string]any{"ticked": true}, nil
 	}, handlers.Interval(time.Second))
-	handlers.Daemon(kind, "watch_fn", func(ctx context.Context, _ *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kind, "watch_fn", func(ctx context.Context, _ *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		d.Patch.SetLabel("kopf.dev/watched", "yes")
 		return nil, nil // the patch is written as the daemon returns
 	})

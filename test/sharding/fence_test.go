@@ -14,6 +14,8 @@ import (
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // events records when things happened, by replica and kind.
@@ -51,14 +53,14 @@ func TestFenceCancelsEverythingAtOnce(t *testing.T) {
 	r := newRing(t)
 	var ev events
 	r.register = func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
-		handlers.OnCreate(res, "hold", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		handlers.OnCreate(res, "hold", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 			defer r.det.enter(obj.GetName(), name, "hold")()
 			ev.mark(name + " holds")
 			<-ctx.Done()
 			ev.mark(name + " hold cancelled")
 			return nil, ctx.Err()
 		})
-		handlers.Daemon(res, "patient", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+		handlers.Daemon(res, "patient", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 			defer r.det.enter(obj.GetName(), name, "patient")()
 			ev.mark(name + " patient")
 			<-ctx.Done()
@@ -132,9 +134,9 @@ func TestDeletionDuringAHandover(t *testing.T) {
 	r := newRing(t)
 	var mu sync.Mutex
 	deletedOn := map[string]int{}
-	reasons := map[string]handlers.StopReason{}
+	reasons := map[string]cause.StopReason{}
 	r.register = func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
-		handlers.Daemon(res, "slow", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+		handlers.Daemon(res, "slow", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 			defer r.det.enter(obj.GetName(), name, "slow")()
 			<-d.Stopped()
 			time.Sleep(2 * time.Second) // slow to honour its stop, within the margin
@@ -143,7 +145,7 @@ func TestDeletionDuringAHandover(t *testing.T) {
 			mu.Unlock()
 			return nil, nil
 		})
-		handlers.OnDelete(res, "where", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		handlers.OnDelete(res, "where", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 			mu.Lock()
 			deletedOn[name]++
 			mu.Unlock()
@@ -170,7 +172,7 @@ func TestDeletionDuringAHandover(t *testing.T) {
 	if deletedOn["a"] != 1 || deletedOn[next] != 0 {
 		t.Errorf("the delete handler ran %v, want once, on a", deletedOn)
 	}
-	if reasons["a"]&handlers.StopResourceDeleted == 0 {
+	if reasons["a"]&cause.StopResourceDeleted == 0 {
 		t.Errorf("the daemon on a stopped for %s, want RESOURCE_DELETED among the reasons", reasons["a"])
 	}
 	if got := r.det.creates(names[0]); len(got) != 1 || got[0] != "a" {

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // A handler that fails temporarily on one replica goes on with its
@@ -29,13 +32,13 @@ func TestRetriesSurviveHandover(t *testing.T) {
 	var mu sync.Mutex
 	var attempts []attempt
 	r.register = func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
-		handlers.OnCreate(res, "flaky", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		handlers.OnCreate(res, "flaky", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 			defer r.det.enter(obj.GetName(), name, "flaky")()
 			mu.Lock()
 			attempts = append(attempts, attempt{name, c.Retry})
 			mu.Unlock()
 			if name == "a" {
-				return nil, handlers.NewTemporaryError("fails on a", 500*time.Millisecond)
+				return nil, handlers.Temporary(errors.New("fails on a"), 500*time.Millisecond)
 			}
 			return nil, nil
 		})
@@ -245,7 +248,7 @@ func TestOnEventHandlersHearNoHandover(t *testing.T) {
 	var mu sync.Mutex
 	deletedOn := map[string][]string{}
 	r.register = func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
-		handlers.OnEvent(res, "events", func(ctx context.Context, obj *unstructured.Unstructured, e *handlers.RawEvent) (any, error) {
+		handlers.OnEvent(res, "events", func(ctx context.Context, obj *unstructured.Unstructured, e *cause.Event) (any, error) {
 			if e.Type == "DELETED" {
 				mu.Lock()
 				deletedOn[obj.GetName()] = append(deletedOn[obj.GetName()], name)

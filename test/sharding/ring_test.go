@@ -21,6 +21,8 @@ import (
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // Durations of the tests' rings: short, so that a crashed member's
@@ -95,12 +97,11 @@ func (r *testRing) start(name string) *replica {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = cut.wrap
 	lost := make(chan struct{})
-	op := env.NewOperatorOn(r.t, cfg, r.ns, reg, handlers.Options{
+	op := env.StartOperator(r.t, r.ns, reg, handlers.Options{
 		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second, Namespaces: r.namespaces,
 		Sharding: handlers.Sharding{Ring: ringName, Namespace: r.ns, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
 			Lost: lost},
-	})
-	op.Start(r.t)
+	}, kopftest.WithConfig(cfg))
 	rep := &replica{name: name, op: op, cut: cut, lost: lost}
 	r.replicas[name] = rep
 	kopftest.Eventually(r.t, name+" joins the ring", 30*time.Second, func() bool {
@@ -123,33 +124,33 @@ func (r *testRing) start(name string) *replica {
 // a daemon and a timer, all recording where they run.
 func (r *testRing) handlersOf(res *handlers.Resource[*unstructured.Unstructured], name string) {
 	det := r.det
-	handlers.OnCreate(res, "create", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnCreate(res, "create", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		defer det.enter(obj.GetName(), name, "create")()
 		time.Sleep(r.handlerTime)
 		field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
 		det.create(obj.GetName(), name, field)
 		return nil, nil
 	})
-	handlers.OnUpdate(res, "update", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnUpdate(res, "update", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		defer det.enter(obj.GetName(), name, "update")()
 		time.Sleep(r.handlerTime)
 		field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
 		det.update(obj.GetName(), field)
 		return nil, nil
 	}, handlers.Field("spec.field"))
-	handlers.OnDelete(res, "delete", func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+	handlers.OnDelete(res, "delete", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
 		defer det.enter(obj.GetName(), name, "delete")()
 		det.delete(obj.GetName())
 		return nil, nil
 	})
-	handlers.Daemon(res, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(res, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		defer det.enter(obj.GetName(), name, "daemon")()
 		det.daemon(obj.GetName(), name, 1)
 		defer det.daemon(obj.GetName(), name, -1)
 		<-d.Stopped()
 		return nil, nil
 	})
-	handlers.Timer(res, "timer", func(ctx context.Context, obj *unstructured.Unstructured, d *handlers.DaemonCause) (any, error) {
+	handlers.Timer(res, "timer", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 		defer det.enter(obj.GetName(), name, "timer")()
 		return nil, nil
 	}, handlers.Interval(time.Second))

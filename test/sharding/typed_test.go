@@ -14,6 +14,8 @@ import (
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // A typed kind (handlers.For) is sharded as ForKind's unstructured one is,
@@ -25,13 +27,13 @@ func TestTypedKindsShare(t *testing.T) {
 	r := newRing(t)
 	r.register = func(reg *handlers.Registry, _ *handlers.Resource[*unstructured.Unstructured], name string) {
 		cms := handlers.For[*corev1.ConfigMap](reg)
-		handlers.OnCreate(cms, "create", func(ctx context.Context, cm *corev1.ConfigMap, _ *handlers.Cause) (any, error) {
+		handlers.OnCreate(cms, "create", func(ctx context.Context, cm *corev1.ConfigMap, _ *cause.Change) (any, error) {
 			defer r.det.enter(cm.Name, name, "create")()
 			time.Sleep(r.handlerTime)
 			r.det.create(cm.Name, name, "")
 			return nil, nil
 		})
-		handlers.Daemon(cms, "daemon", func(ctx context.Context, cm *corev1.ConfigMap, d *handlers.DaemonCause) (any, error) {
+		handlers.Daemon(cms, "daemon", func(ctx context.Context, cm *corev1.ConfigMap, d *cause.Daemon) (any, error) {
 			defer r.det.enter(cm.Name, name, "daemon")()
 			r.det.daemon(cm.Name, name, 1)
 			defer r.det.daemon(cm.Name, name, -1)

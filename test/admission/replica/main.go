@@ -20,6 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/filter"
 )
 
 func main() {
@@ -33,21 +36,21 @@ func main() {
 
 	reg := handlers.NewRegistry()
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	handlers.OnValidate(kex, "refuse-invalid", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.AdmissionRequest) error {
+	handlers.OnValidate(kex, "refuse-invalid", func(_ context.Context, obj *unstructured.Unstructured, _ *admission.Request) error {
 		if field, _, _ := unstructured.NestedString(obj.Object, "spec", "field"); field == "invalid" {
-			return handlers.AdmissionError{Message: "the field is invalid (refused by " + pod + ")", Code: 422}
+			return admission.Error{Message: "the field is invalid (refused by " + pod + ")", Code: 422}
 		}
 		return nil
 	})
-	handlers.OnValidate(kex, "refuse-frozen", func(context.Context, *unstructured.Unstructured, *handlers.AdmissionRequest) error {
-		return handlers.AdmissionError{Message: "frozen", Code: 422}
-	}, handlers.Persistent(), handlers.Labels{"rolling-test-frozen": handlers.Present})
-	handlers.OnMutate(kex, "stamp", func(_ context.Context, _ *unstructured.Unstructured, r *handlers.AdmissionRequest) error {
+	handlers.OnValidate(kex, "refuse-frozen", func(context.Context, *unstructured.Unstructured, *admission.Request) error {
+		return admission.Error{Message: "frozen", Code: 422}
+	}, handlers.Persistent(), handlers.Labels{"rolling-test-frozen": filter.Present})
+	handlers.OnMutate(kex, "stamp", func(_ context.Context, _ *unstructured.Unstructured, r *admission.Request) error {
 		r.Patch.Set(pod, "spec", "stamp")
 		return nil
 	})
-	handlers.Main(reg, handlers.Options{Webhooks: handlers.WebhookOptions{
+	handlers.Main(reg, handlers.RunOptions{Options: handlers.Options{Webhooks: handlers.WebhookOptions{
 		Managed:      os.Getenv("REPLICA_MANAGED"),
 		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
-	}})
+	}}})
 }

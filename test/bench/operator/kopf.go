@@ -7,6 +7,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // setupKopf adds kopf-go's engine for the typed kind to the manager, as an
@@ -16,20 +18,20 @@ import (
 func setupKopf(mgr manager.Manager, c config, rec *recorder) error {
 	reg := handlers.NewRegistry()
 	kind := handlers.For[*kex.KopfExample](reg)
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *kex.KopfExample, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *kex.KopfExample, _ *cause.Change) (any, error) {
 		rec.changed("create", obj.Name, obj.Spec.Counter)
 		return map[string]any{"message": "created"}, nil
 	})
-	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *kex.KopfExample, _ *handlers.Cause) (any, error) {
+	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *kex.KopfExample, _ *cause.Change) (any, error) {
 		rec.changed("update", obj.Name, obj.Spec.Counter)
 		return nil, nil
 	})
-	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *kex.KopfExample, _ *handlers.Cause) (any, error) {
+	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *kex.KopfExample, _ *cause.Change) (any, error) {
 		rec.deleted()
 		return nil, nil
 	})
 	if c.daemons {
-		handlers.Daemon(kind, "daemon_fn", func(ctx context.Context, obj *kex.KopfExample, _ *handlers.DaemonCause) (any, error) {
+		handlers.Daemon(kind, "daemon_fn", func(ctx context.Context, obj *kex.KopfExample, _ *cause.Daemon) (any, error) {
 			rec.daemons.Add(1)
 			defer rec.daemons.Add(-1)
 			<-ctx.Done()

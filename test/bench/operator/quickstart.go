@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // runQuickStart runs the README's quick start with the benchmark's
@@ -23,38 +25,38 @@ import (
 func runQuickStart(ctx context.Context, cfg *rest.Config, c config, rec *recorder) error {
 	reg := handlers.NewRegistry()
 	kind := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		if err := sleep(ctx, c.handlerDelay); err != nil {
 			return nil, err
 		}
 		rec.changed("create", obj.GetName(), counterOf(obj))
 		return map[string]any{"message": "created"}, nil
 	})
-	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnUpdate(kind, "update_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		rec.changed("update", obj.GetName(), counterOf(obj))
 		return nil, nil
 	})
-	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnDelete(kind, "delete_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		rec.deleted()
 		return nil, nil
 	})
 	if c.daemons {
-		handlers.Daemon(kind, "daemon_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+		handlers.Daemon(kind, "daemon_fn", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 			rec.daemons.Add(1)
 			defer rec.daemons.Add(-1)
 			<-ctx.Done()
 			return nil, nil
 		})
 	}
-	handlers.OnLogin(reg, "login", func(ctx context.Context, _ *handlers.Activity) (*rest.Config, error) {
+	handlers.OnLogin(reg, "login", func(ctx context.Context, _ *cause.Activity) (*rest.Config, error) {
 		return cfg, nil
 	})
 	args := []string{"--standalone", "--namespace", c.namespace}
 	if c.shardRing != "" {
 		args = append(args, "--shard-ring", c.shardRing)
 	}
-	return handlers.Run(ctx, reg, args, handlers.Options{MaxConcurrentReconciles: c.workers, Identity: c.identity,
-		Sharding: handlers.Sharding{AssignerWorkers: c.assignerWorkers}})
+	return handlers.Run(ctx, reg, args, handlers.RunOptions{Options: handlers.Options{MaxConcurrentReconciles: c.workers, Identity: c.identity,
+		Sharding: handlers.Sharding{AssignerWorkers: c.assignerWorkers}}})
 }
 
 // sleep waits for d, or until ctx ends (an error then, so that the

@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/test/faults/activity"
+
+	"github.com/kopf-go/kopf/pkg/cause"
 )
 
 // retryDelay is how soon a handler cut short by cancellation runs again,
@@ -84,16 +87,16 @@ func main() {
 	// handlers.Main reads the runner's flags from os.Args; the probe's own
 	// flags are not among them.
 	os.Args = append(os.Args[:1], runnerArgs...)
-	handlers.Main(reg, handlers.Options{Sharding: c.sharding})
+	handlers.Main(reg, handlers.RunOptions{Options: handlers.Options{Sharding: c.sharding}})
 }
 
 // handler is a change handler that works for d, beating, and stops
 // (after the slowness) if cancelled first.
 func (p *probe) handler(what string, d time.Duration) handlers.ChangeFunc[*unstructured.Unstructured] {
-	return func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	return func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		r := p.begin(obj, what)
 		if !r.work(ctx, d, false) {
-			return nil, handlers.NewTemporaryError("cancelled", retryDelay)
+			return nil, handlers.Temporary(errors.New("cancelled"), retryDelay)
 		}
 		return nil, nil
 	}
@@ -102,7 +105,7 @@ func (p *probe) handler(what string, d time.Duration) handlers.ChangeFunc[*unstr
 // daemon beats until its context is cancelled (and the slowness has
 // passed), or forever if it ignores its stop.
 func (p *probe) daemon(ignoreStop bool) handlers.DaemonFunc[*unstructured.Unstructured] {
-	return func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	return func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		p.begin(obj, activity.Daemon).work(ctx, 0, ignoreStop)
 		return nil, nil
 	}

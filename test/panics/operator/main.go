@@ -31,6 +31,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/handlers"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+	"github.com/kopf-go/kopf/pkg/cause"
+	"github.com/kopf-go/kopf/pkg/filter"
+	"github.com/kopf-go/kopf/pkg/patch"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 // Label is the label whose value names the case whose callback panics.
@@ -73,14 +79,14 @@ func main() {
 	}
 	reg := handlers.NewRegistry()
 	kex := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	var opts handlers.Options
+	var opts handlers.RunOptions
 	if *webhooks {
 		resourceWebhooks(kex)
 		opts.Webhooks = handlers.WebhookOptions{Managed: managed}
 	} else {
 		resourceHandlers(kex)
 		operatorHandlers(reg, *gate)
-		opts.ProgressStorage = brokenStorage{handlers.NewSmartProgress()}
+		opts.ProgressStorage = brokenStorage{progress.NewSmart()}
 		opts.WrapClient = func(c client.Client) client.Client { return brokenClient{c} }
 	}
 	if err := handlers.Run(ctrl.SetupSignalHandler(), reg, fs.Args(), opts); err != nil {
@@ -106,7 +112,7 @@ func panicFor(obj *unstructured.Unstructured, c string) {
 // when is a filter that panics for the case and matches every other
 // object.
 func when(c string) handlers.FilterOption {
-	return handlers.When(func(obj *unstructured.Unstructured, _ *handlers.Cause) bool {
+	return handlers.When(func(obj *unstructured.Unstructured, _ *cause.Change) bool {
 		panicFor(obj, c)
 		return true
 	})
@@ -116,29 +122,29 @@ func when(c string) handlers.FilterOption {
 // The create handler's result (status.create.handled) shows that an
 // object is served.
 func resourceHandlers(kex *handlers.Resource[*unstructured.Unstructured]) {
-	handlers.OnCreate(kex, "create", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.OnCreate(kex, "create", func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		panicFor(obj, CaseChange)
 		return map[string]any{"handled": true}, nil
 	}, retry, handlers.Retries(2))
 	handlers.OnCreate(kex, "create_when", nothing, when(CaseChangeFilter))
 
-	handlers.OnEvent(kex, "event", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.RawEvent) (any, error) {
+	handlers.OnEvent(kex, "event", func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Event) (any, error) {
 		panicFor(obj, CaseEvent)
 		return nil, nil
 	})
-	handlers.OnEvent(kex, "event_when", func(context.Context, *unstructured.Unstructured, *handlers.RawEvent) (any, error) {
+	handlers.OnEvent(kex, "event_when", func(context.Context, *unstructured.Unstructured, *cause.Event) (any, error) {
 		return nil, nil
 	}, when(CaseEventFilter))
 
-	handlers.Index(kex, "index", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.Index(kex, "index", func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		panicFor(obj, CaseIndex)
 		return obj.GetName(), nil
 	})
-	handlers.Index(kex, "index_when", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.Cause) (any, error) {
+	handlers.Index(kex, "index_when", func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		return obj.GetName(), nil
 	}, when(CaseIndexFilter))
 
-	handlers.Daemon(kex, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Daemon(kex, "daemon", func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		panicFor(obj, CaseDaemon)
 		<-ctx.Done()
 		return nil, nil
@@ -149,13 +155,13 @@ func resourceHandlers(kex *handlers.Resource[*unstructured.Unstructured]) {
 		return 0
 	}))
 
-	handlers.Timer(kex, "timer", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+	handlers.Timer(kex, "timer", func(_ context.Context, obj *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 		panicFor(obj, CaseTimer)
 		return nil, nil
 	}, handlers.Interval(time.Second), retry, handlers.Retries(2))
-	handlers.Timer(kex, "timer_when", func(context.Context, *unstructured.Unstructured, *handlers.DaemonCause) (any, error) {
+	handlers.Timer(kex, "timer_when", func(context.Context, *unstructured.Unstructured, *cause.Daemon) (any, error) {
 		return nil, nil
-	}, handlers.Interval(time.Minute), handlers.Labels{Label: handlers.Check(func(v any) bool {
+	}, handlers.Interval(time.Minute), handlers.Labels{Label: filter.Check(func(v any) bool {
 		if v == CaseTimerFilter {
 			boom(CaseTimerFilter)
 		}
@@ -163,11 +169,11 @@ func resourceHandlers(kex *handlers.Resource[*unstructured.Unstructured]) {
 	})})
 }
 
-func nothing(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) {
+func nothing(context.Context, *unstructured.Unstructured, *cause.Change) (any, error) {
 	return nil, nil
 }
 
-func waitForStop(ctx context.Context, _ *unstructured.Unstructured, _ *handlers.DaemonCause) (any, error) {
+func waitForStop(ctx context.Context, _ *unstructured.Unstructured, _ *cause.Daemon) (any, error) {
 	<-ctx.Done()
 	return nil, nil
 }
@@ -177,23 +183,23 @@ func waitForStop(ctx context.Context, _ *unstructured.Unstructured, _ *handlers.
 // always panics.
 func operatorHandlers(reg *handlers.Registry, gate string) {
 	var logins, startups, cleanups atomic.Int32
-	handlers.OnLogin(reg, "login", func(context.Context, *handlers.Activity) (*rest.Config, error) {
+	handlers.OnLogin(reg, "login", func(context.Context, *cause.Activity) (*rest.Config, error) {
 		if logins.Add(1) == 1 {
 			boom("login")
 		}
 		return clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	}, retry)
-	handlers.OnStartup(reg, "startup", func(context.Context, *handlers.Activity) error {
+	handlers.OnStartup(reg, "startup", func(context.Context, *cause.Activity) error {
 		if startups.Add(1) == 1 {
 			boom("startup")
 		}
 		return nil
 	}, retry)
-	handlers.OnProbe(reg, "probe", func(context.Context, *handlers.Activity) (any, error) {
+	handlers.OnProbe(reg, "probe", func(context.Context, *cause.Activity) (any, error) {
 		boom("probe")
 		return nil, nil
 	})
-	handlers.OnCleanup(reg, "cleanup", func(ctx context.Context, _ *handlers.Activity) error {
+	handlers.OnCleanup(reg, "cleanup", func(ctx context.Context, _ *cause.Activity) error {
 		if cleanups.Add(1) == 1 {
 			boom("cleanup")
 		}
@@ -226,26 +232,26 @@ func waitForFile(ctx context.Context, path string, limit time.Duration) error {
 // resourceWebhooks are a validating handler that panics for its case and
 // one whose filter does.
 func resourceWebhooks(kex *handlers.Resource[*unstructured.Unstructured]) {
-	handlers.OnValidate(kex, "validate", func(_ context.Context, obj *unstructured.Unstructured, _ *handlers.AdmissionRequest) error {
+	handlers.OnValidate(kex, "validate", func(_ context.Context, obj *unstructured.Unstructured, _ *admission.Request) error {
 		panicFor(obj, CaseWebhook)
 		return nil
 	})
-	handlers.OnValidate(kex, "validate_when", func(context.Context, *unstructured.Unstructured, *handlers.AdmissionRequest) error {
+	handlers.OnValidate(kex, "validate_when", func(context.Context, *unstructured.Unstructured, *admission.Request) error {
 		return nil
 	}, when(CaseWebhookFilter))
 }
 
 // brokenStorage is the operator's progress storage: its Store panics for
 // the objects labelled for CaseStorage.
-type brokenStorage struct{ handlers.ProgressStorage }
+type brokenStorage struct{ progress.Storage }
 
-func (s brokenStorage) Store(body map[string]any, p *handlers.Patch, id string, r handlers.ProgressRecord) {
+func (s brokenStorage) Store(body map[string]any, p *patch.Patch, id string, r progress.Record) {
 	metadata, _ := body["metadata"].(map[string]any)
 	labels, _ := metadata["labels"].(map[string]any)
 	if labels[Label] == CaseStorage {
 		boom(CaseStorage + " of " + fmt.Sprint(metadata["name"]))
 	}
-	s.ProgressStorage.Store(body, p, id, r)
+	s.Storage.Store(body, p, id, r)
 }
 
 // brokenClient is the operator's wrapper of the engine's client: its

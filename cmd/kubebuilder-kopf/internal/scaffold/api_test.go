@@ -61,9 +61,9 @@ func TestAPIDaemonAndTimer(t *testing.T) {
 	mustContain(t, "widget_handlers.go", handlers,
 		`handlers.Daemon(widgets, "widget_daemon", widgetDaemon)`,
 		`handlers.Timer(widgets, "widget_timer", widgetTimer, handlers.Interval(time.Minute))`,
-		"func widgetDaemon(ctx context.Context, obj *appsv1.Widget, d *handlers.DaemonCause) (any, error) {",
+		"func widgetDaemon(ctx context.Context, obj *appsv1.Widget, d *cause.Daemon) (any, error) {",
 		"if !d.Sleep(ctx, time.Minute) {",
-		"func widgetTimer(ctx context.Context, obj *appsv1.Widget, d *handlers.DaemonCause) (any, error) {")
+		"func widgetTimer(ctx context.Context, obj *appsv1.Widget, d *cause.Daemon) (any, error) {")
 }
 
 func TestAPIClusterScopedKind(t *testing.T) {
