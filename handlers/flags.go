@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
-	"github.com/kopf-go/kopf/internal/scopes"
+	"github.com/kopf-go/kopf/internal/runner"
 )
 
 // Flags are the standalone runner's command line, as Kopf's `kopf run`.
@@ -98,8 +96,8 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.IntVar(&f.Priority, "priority", 0, "the peering priority")
 	fs.IntVar(&f.Priority, "p", 0, "short for --priority")
 	fs.BoolVar(&f.Dev, "dev", false, "development mode: priority 666")
-	fs.Var((*patternList)(&f.Namespaces), "namespace", "a namespace pattern to serve (repeatable; globs, !negations, comma lists)")
-	fs.Var((*patternList)(&f.Namespaces), "n", "short for --namespace")
+	fs.Var((*runner.Patterns)(&f.Namespaces), "namespace", "a namespace pattern to serve (repeatable; globs, !negations, comma lists)")
+	fs.Var((*runner.Patterns)(&f.Namespaces), "n", "short for --namespace")
 	fs.BoolVar(&f.AllNamespaces, "all-namespaces", false, "serve the whole cluster")
 	fs.BoolVar(&f.AllNamespaces, "A", false, "short for --all-namespaces")
 	fs.BoolVar(&f.Verbose, "verbose", false, "log debug lines too")
@@ -118,7 +116,7 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.StringVar(&f.ShardRing, "shard-ring", "", "share the objects with the other replicas of this ring")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", "", "serve /healthz and /readyz at this address, e.g. :8081 (default: off)")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", `serve /metrics at this address, e.g. :8443 (default "0": off)`)
-	fs.Var(optionalBool{&f.MetricsSecure}, "metrics-secure", "serve /metrics over HTTPS to the callers the API server authorizes (default true; false: plain HTTP to anyone)")
+	fs.Var(runner.OptionalBool(&f.MetricsSecure), "metrics-secure", "serve /metrics over HTTPS to the callers the API server authorizes (default true; false: plain HTTP to anyone)")
 	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "the directory with the metrics server's tls.crt and tls.key (default: a self-signed certificate)")
 	fs.BoolVar(&f.EnableHTTP2, "enable-http2", false, "let the metrics and webhook servers speak HTTP/2")
 	fs.StringVar(&f.WebhookClientCAName, "webhook-client-ca-name", "", "the CA file in --webhook-cert-dir that the API server's client certificate must be signed by (default: none required)")
@@ -151,40 +149,4 @@ func ParseFlags(args []string) (Flags, error) {
 		f.Priority = devPriority
 	}
 	return f, nil
-}
-
-// optionalBool is a boolean flag that remembers whether it was given.
-type optionalBool struct{ v **bool }
-
-func (b optionalBool) String() string {
-	if b.v == nil || *b.v == nil {
-		return ""
-	}
-	return strconv.FormatBool(**b.v)
-}
-
-func (b optionalBool) Set(s string) error {
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
-	}
-	*b.v = &v
-	return nil
-}
-
-func (optionalBool) IsBoolFlag() bool { return true }
-
-// patternList is a repeatable flag of namespace patterns. A comma does
-// not separate values: it separates the globs of one pattern, as in
-// Kopf (docs/scopes.md).
-type patternList []string
-
-func (l *patternList) String() string { return strings.Join(*l, " ") }
-
-func (l *patternList) Set(v string) error {
-	if _, err := scopes.ParsePattern(v); err != nil {
-		return err
-	}
-	*l = append(*l, v)
-	return nil
 }

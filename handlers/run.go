@@ -3,28 +3,22 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/go-logr/logr"
-	uberzap "go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kopf-go/kopf/internal/activities"
 	"github.com/kopf-go/kopf/internal/engine"
+	"github.com/kopf-go/kopf/internal/relogin"
+	"github.com/kopf-go/kopf/internal/runner"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
@@ -81,7 +75,7 @@ func Run(ctx context.Context, reg *Registry, args []string, opts RunOptions) err
 	if err != nil {
 		return err
 	}
-	logger := runnerLogger(f, os.Stderr)
+	logger := runner.Logger(f.Verbose, f.Quiet, f.LogFormat, os.Stderr)
 	ctrl.SetLogger(logger)
 	opts = withFlags(opts, f)
 	// Resolved once, for the login handlers and the engine alike.
@@ -94,7 +88,7 @@ func Run(ctx context.Context, reg *Registry, args []string, opts RunOptions) err
 		return err
 	}
 	if relogins != nil {
-		defer relogins.close() // after the manager: it ends a login under way
+		defer relogins.Close() // after the manager: it ends a login under way
 	}
 	mopts, err := runnerManagerOptions(logger, f, opts, s)
 	if err != nil {
@@ -109,57 +103,16 @@ func Run(ctx context.Context, reg *Registry, args []string, opts RunOptions) err
 		return err
 	}
 	if f.Liveness != "" {
-		if err := serveLiveness(mgr, installed.Prober, f.Liveness); err != nil {
+		if err := runner.Liveness(mgr, installed.Prober, f.Liveness); err != nil {
 			return err
 		}
 	}
 	logger.Info("Client is configured.", "host", cfg.Host)
-	if err := runManager(ctx, mgr, installed.Lost); err != nil {
+	if err := runner.Run(ctx, mgr, installed.Lost, ErrShardMembershipLost); err != nil {
 		return fmt.Errorf("run the operator: %w", err)
 	}
 	logger.Info("Operator has stopped.")
 	return nil
-}
-
-// runnerLogger is the runner's logger writing to out, as the flags ask:
-// its level and format.
-func runnerLogger(f Flags, out io.Writer) logr.Logger {
-	level := zapcore.InfoLevel
-	switch {
-	case f.Verbose:
-		level = zapcore.DebugLevel
-	case f.Quiet:
-		level = zapcore.ErrorLevel
-	}
-	// Stack traces would point into the engine, not at the handler's error.
-	opts := []zap.Opts{zap.ConsoleEncoder(), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel), zap.WriteTo(out)}
-	switch f.LogFormat {
-	case "json":
-		opts = append(opts, zap.JSONEncoder())
-	case "full":
-		opts = append(opts, zap.RawZapOpts(uberzap.AddCaller()))
-	}
-	return zap.New(opts...)
-}
-
-// runManager runs the manager until ctx ends, with its graceful stop. If
-// the replica loses its ring membership, it returns ErrShardMembershipLost
-// at once instead, without waiting for the graceful stop, as
-// controller-runtime skips it on lost leadership: the process must exit
-// before the others may take the replica's objects over, whatever its
-// handlers and daemons still do (they were cancelled at the fence). The
-// manager stops on its own after that, in a process that is exiting.
-func runManager(ctx context.Context, mgr manager.Manager, lost <-chan struct{}) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-lost:
-		return ErrShardMembershipLost
-	}
 }
 
 // runnerManagerOptions configure the runner's own manager. Its cache,
@@ -186,7 +139,7 @@ func runnerManagerOptions(logger logr.Logger, f Flags, opts RunOptions, s engine
 	// The manager's own stop deadline comes after the engine's grace, so
 	// that the engine can say what it leaves behind.
 	managerGrace := s.Daemons.ShutdownGrace + 10*time.Second
-	metrics, err := metricsOptions(logger, metricsAddress(f, opts), opts)
+	metrics, err := runner.Metrics(logger, metricsAddress(f, opts), runner.MetricsSecurity{Insecure: opts.InsecureMetrics, CertDir: opts.MetricsCertDir, HTTP2: opts.EnableHTTP2})
 	if err != nil {
 		return manager.Options{}, err
 	}
@@ -196,7 +149,7 @@ func runnerManagerOptions(logger logr.Logger, f Flags, opts RunOptions, s engine
 		HealthProbeBindAddress:  f.HealthProbeBindAddress,
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		GracefulShutdownTimeout: &managerGrace,
-		WebhookServer:           webhook.NewServer(withHTTP2(webhookOptions(f, opts.WebhookServer), opts.EnableHTTP2)),
+		WebhookServer:           webhook.NewServer(runner.WithHTTP2(webhookOptions(f, opts.WebhookServer), opts.EnableHTTP2)),
 		Scheme:                  opts.Scheme,
 		Cache:                   cacheOpts,
 	}, nil
@@ -248,40 +201,20 @@ func metricsAddress(f Flags, opts RunOptions) string {
 	return "0"
 }
 
-// serveLiveness serves the probes' results as JSON at the URL: the
-// engine's own prober, which sees the operator's memo and indices.
-func serveLiveness(mgr manager.Manager, prober *activities.Prober, liveness string) error {
-	u, err := url.Parse(liveness)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return fmt.Errorf("--liveness %q: want an http:// URL with a host and port", liveness)
-	}
-	path := u.Path
-	if path == "" {
-		path = "/"
-	}
-	mux := http.NewServeMux()
-	mux.Handle(path, prober)
-	server := &manager.Server{Name: "liveness", Server: &http.Server{Addr: u.Host, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
-	if err := mgr.Add(server); err != nil {
-		return fmt.Errorf("serve the liveness endpoint: %w", err)
-	}
-	return nil
-}
-
 // clusterConfig is the connection the login handlers give (with their
 // re-logins, which the caller closes), else the one of the kubeconfig
 // (--kubeconfig, $KUBECONFIG, ~/.kube/config) or the in-cluster one.
-func clusterConfig(ctx context.Context, reg *Registry, s engine.Settings, kubeconfig string) (*rest.Config, *relogins, error) {
+func clusterConfig(ctx context.Context, reg *Registry, s engine.Settings, kubeconfig string) (*rest.Config, *relogin.Relogins, error) {
 	cfg, err := reg.login(ctx, s)
 	if err != nil {
 		return nil, nil, err
 	}
-	var again *relogins
+	var again *relogin.Relogins
 	if cfg != nil {
-		again = withRelogin(ctx, cfg, func(ctx context.Context) (*rest.Config, error) { return reg.login(ctx, s) }, ctrl.Log.WithName("login"))
+		again = relogin.Wrap(ctx, cfg, func(ctx context.Context) (*rest.Config, error) { return reg.login(ctx, s) }, ctrl.Log.WithName("login"))
 	}
 	if cfg == nil {
-		if cfg, err = restConfig(kubeconfig); err != nil {
+		if cfg, err = runner.Config(kubeconfig); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -293,19 +226,4 @@ func clusterConfig(ctx context.Context, reg *Registry, s engine.Settings, kubeco
 		cfg.QPS = -1
 	}
 	return cfg, again, nil
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := ctrl.GetConfig()
-		if err != nil {
-			return nil, fmt.Errorf("find the cluster: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("load the kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/internal/engine"
+	"github.com/kopf-go/kopf/internal/runner"
 	"github.com/kopf-go/kopf/pkg/cause"
 )
 
@@ -127,7 +128,7 @@ current-context: x
 	if again == nil {
 		t.Error("no re-logins with a login handler")
 	} else {
-		again.close()
+		again.Close()
 	}
 	if cfg.QPS != 50 || cfg.Host != "https://127.0.0.1:2" {
 		t.Errorf("from a login handler: QPS %v, host %q; want the handler's own", cfg.QPS, cfg.Host)
@@ -172,7 +173,7 @@ func TestWithFlagsShardRing(t *testing.T) {
 // collectors, and only errors when quiet.
 func TestRunnerLogger(t *testing.T) {
 	var out bytes.Buffer
-	log := runnerLogger(Flags{LogFormat: "json"}, &out)
+	log := runner.Logger(false, false, "json", &out)
 	log.Info("Handler 'create_fn' succeeded.", "name", "kex")
 	var line map[string]any
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
@@ -183,7 +184,7 @@ func TestRunnerLogger(t *testing.T) {
 	}
 
 	out.Reset()
-	quiet := runnerLogger(Flags{Quiet: true}, &out)
+	quiet := runner.Logger(false, true, "", &out)
 	quiet.Info("an info line")
 	quiet.Error(errors.New("boom"), "an error line")
 	if got := out.String(); strings.Contains(got, "an info line") || !strings.Contains(got, "an error line") {
@@ -191,7 +192,7 @@ func TestRunnerLogger(t *testing.T) {
 	}
 
 	out.Reset()
-	runnerLogger(Flags{LogFormat: "full"}, &out).Info("with the caller")
+	runner.Logger(false, false, "full", &out).Info("with the caller")
 	if got := out.String(); !strings.Contains(got, "run_test.go") {
 		t.Errorf("the full log line = %q, want the caller", got)
 	}

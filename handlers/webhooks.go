@@ -19,6 +19,7 @@ import (
 	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
+	"github.com/kopf-go/kopf/internal/runner"
 )
 
 // WebhookOptions configure the serving of webhook handlers.
@@ -98,7 +99,7 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 	log := mgr.GetLogger().WithName("admission")
 	ws := mgr.GetWebhookServer()
 	// Before the first registration, which fills in the server's defaults.
-	dev, err := serveSelfSigned(mgr, opts.SelfSigned)
+	dev, err := runner.SelfSigned(mgr, opts.SelfSigned)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 	if opts.Managed == "" {
 		return nil
 	}
-	opts.ClientConfig = dev.clientConfig(opts.ClientConfig)
+	opts.ClientConfig = dev.ClientConfig(opts.ClientConfig)
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("create a client: %w", err)

@@ -40,7 +40,9 @@ var layers = [][]string{
 	{"internal/daemons", "internal/memory"},
 	{"internal/registry"},
 	{"internal/posting", "internal/peering", "internal/admission", "internal/rounds", "internal/ownership", "internal/clients", "internal/objects"},
-	{"internal/ring", "internal/write", "internal/write/writetest", "internal/resources", "internal/activities", "internal/admission/managed"},
+	{"internal/ring", "internal/write", "internal/write/writetest", "internal/resources", "internal/activities", "internal/admission/managed",
+		// The runner's servers' security, and the login handlers' relogins.
+		"internal/runner", "internal/relogin"},
 	{"internal/ring/share", "internal/namespaces"},
 	// One object's cycle, and the tests' example kind of whole cycles.
 	{"internal/cycle", "internal/cycle/cycletest"},
@@ -64,7 +66,7 @@ var pure = []string{
 // controllerRuntimeAllowed are the only packages that may import
 // controller-runtime.
 var controllerRuntimeAllowed = []string{"internal/engine", "internal/cycle", "internal/cycle/cycletest", "internal/lowlevel", "internal/ownership", "internal/clients", "internal/objects",
-	"internal/write", "internal/write/writetest", "internal/resources", "internal/activities", "internal/namespaces", "internal/posting", "internal/admission", "internal/admission/managed",
+	"internal/write", "internal/write/writetest", "internal/resources", "internal/activities", "internal/namespaces", "internal/runner", "internal/relogin", "internal/posting", "internal/admission", "internal/admission/managed",
 	"internal/ring", "internal/ring/share", "internal/metrics", "handlers", "pkg/kopftest", "pkg/handlertest"}
 
 // toolkits are the packages outside handlers built on it: the test

@@ -1,4 +1,4 @@
-package handlers
+package runner
 
 import (
 	"cmp"
@@ -23,32 +23,32 @@ import (
 	"github.com/kopf-go/kopf/internal/selfsigned"
 )
 
-// devServing is what the webhook server serves with when it serves with a
+// Development is what the webhook server serves with when it serves with a
 // self-signed CA and certificate, as Kopf's WebhookServer makes
 // (docs/admission.md, "In development: no certificates"). ca is nil when
 // the server has certificates of its own.
-type devServing struct {
+type Development struct {
 	ca   []byte
 	host string
 	port int
 }
 
-// serveSelfSigned gives the manager's webhook server a self-signed
+// SelfSigned gives the manager's webhook server a self-signed
 // certificate where one is meant (webhookCertificates), for the hosts the
 // API server may use: localhost, the server's own host, and the host at
 // which a local cluster it recognises reaches this machine. It is called
 // before anything is registered on the server, which fills in its
 // defaults (the certificate directory among them).
-func serveSelfSigned(mgr manager.Manager, asked bool) (devServing, error) {
+func SelfSigned(mgr manager.Manager, asked bool) (Development, error) {
 	ws, ok := mgr.GetWebhookServer().(*webhook.DefaultServer)
 	if !ok {
 		if asked {
-			return devServing{}, errors.New("serve the webhooks with a self-signed certificate: the webhook server is the program's own, which kopf-go cannot configure")
+			return Development{}, errors.New("serve the webhooks with a self-signed certificate: the webhook server is the program's own, which kopf-go cannot configure")
 		}
-		return devServing{}, nil // a server of the program's own
+		return Development{}, nil // a server of the program's own
 	}
 	o := &ws.Options
-	dev := devServing{host: o.Host, port: cmp.Or(o.Port, webhook.DefaultPort)}
+	dev := Development{host: o.Host, port: cmp.Or(o.Port, webhook.DefaultPort)}
 	if o.Port < 0 {
 		return dev, nil // switched off
 	}
@@ -150,10 +150,10 @@ func inCluster() bool {
 	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
 }
 
-// clientConfig completes the managed configurations' client config: the
+// ClientConfig completes the managed configurations' client config: the
 // URL of the server as the API server reaches it, if none is given, and
 // the self-signed CA, if the server serves with it.
-func (d devServing) clientConfig(c admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.WebhookClientConfig {
+func (d Development) ClientConfig(c admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.WebhookClientConfig {
 	if c.URL == nil && c.Service == nil && d.host != "" {
 		u := "https://" + net.JoinHostPort(d.host, strconv.Itoa(d.port))
 		c.URL = &u

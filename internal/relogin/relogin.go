@@ -1,4 +1,8 @@
-package handlers
+// Package relogin keeps the operator's credentials fresh with its login
+// handlers: a request that the API server refuses as unauthorized waits
+// for one new login, shared by all the requests that wait, run outside
+// any lock on the operator's own context and bounded in time.
+package relogin
 
 import (
 	"context"
@@ -41,7 +45,7 @@ const reloginTimeout = 30 * time.Second
 // login). Requests refused meanwhile wait for that one login, each no
 // longer than its own context allows, and are retried once if it gave a
 // new token.
-type relogins struct {
+type Relogins struct {
 	login   func(context.Context) (*rest.Config, error)
 	log     logr.Logger
 	clock   clock.Clock
@@ -60,24 +64,24 @@ type relogins struct {
 	closed  bool
 }
 
-// withRelogin makes the connection log in again on 401s. The logins run
+// Wrap makes the connection log in again on 401s. The logins run
 // on ctx's values, not its cancellation: the operator may need a new
 // token while it stops gracefully. The caller closes the returned state
 // once nothing uses the connection any more.
-func withRelogin(ctx context.Context, cfg *rest.Config, login func(context.Context) (*rest.Config, error), log logr.Logger) *relogins {
+func Wrap(ctx context.Context, cfg *rest.Config, login func(context.Context) (*rest.Config, error), log logr.Logger) *Relogins {
 	s := newRelogins(ctx, cfg.BearerToken, login, log, clock.RealClock{})
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &relogin{base: rt, s: s} })
 	return s
 }
 
-func newRelogins(ctx context.Context, token string, login func(context.Context) (*rest.Config, error), log logr.Logger, clk clock.Clock) *relogins {
+func newRelogins(ctx context.Context, token string, login func(context.Context) (*rest.Config, error), log logr.Logger, clk clock.Clock) *Relogins {
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &relogins{login: login, log: log, clock: clk, timeout: reloginTimeout, base: base, cancel: cancel, token: token}
+	return &Relogins{login: login, log: log, clock: clk, timeout: reloginTimeout, base: base, cancel: cancel, token: token}
 }
 
-// close cancels the login under way, if any, and waits for it; no login
+// Close cancels the login under way, if any, and waits for it; no login
 // starts after it.
-func (s *relogins) close() {
+func (s *Relogins) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -85,7 +89,7 @@ func (s *relogins) close() {
 	s.wg.Wait()
 }
 
-func (s *relogins) current() string {
+func (s *Relogins) current() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.token
@@ -96,7 +100,7 @@ func (s *relogins) current() string {
 // the token since), the login under way or a new one; ok is false if
 // there is nothing to wait for (a login began just now and is over, or
 // the connection is closed).
-func (s *relogins) refreshed(used string) (wait <-chan struct{}, ok bool) {
+func (s *Relogins) refreshed(used string) (wait <-chan struct{}, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -120,7 +124,7 @@ func (s *relogins) refreshed(used string) (wait <-chan struct{}, ok bool) {
 
 // run logs in once, replacing the token used if the login gives another,
 // and closes done.
-func (s *relogins) run(done chan struct{}, used string) {
+func (s *Relogins) run(done chan struct{}, used string) {
 	defer close(done)
 	s.log.Info("The API server refuses the credentials; logging in again.")
 	token, err := s.loginOnce()
@@ -144,7 +148,7 @@ func (s *relogins) run(done chan struct{}, used string) {
 // loginOnce runs the login handlers on the logins' context, bounded by
 // the timeout on the state's clock, and returns the bearer token they
 // give.
-func (s *relogins) loginOnce() (string, error) {
+func (s *Relogins) loginOnce() (string, error) {
 	ctx, cancel := context.WithCancelCause(s.base)
 	var timing sync.WaitGroup
 	defer timing.Wait()
@@ -176,7 +180,7 @@ func (s *relogins) loginOnce() (string, error) {
 // for has renewed the token.
 type relogin struct {
 	base http.RoundTripper
-	s    *relogins
+	s    *Relogins
 }
 
 func (r *relogin) RoundTrip(req *http.Request) (*http.Response, error) {

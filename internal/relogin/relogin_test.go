@@ -1,4 +1,4 @@
-package handlers
+package relogin
 
 import (
 	"context"
@@ -38,11 +38,11 @@ func TestReloginOnUnauthorized(t *testing.T) {
 
 	var logins atomic.Int32
 	cfg := &rest.Config{Host: server.URL, BearerToken: "old"}
-	again := withRelogin(context.Background(), cfg, func(context.Context) (*rest.Config, error) {
+	again := Wrap(context.Background(), cfg, func(context.Context) (*rest.Config, error) {
 		logins.Add(1)
 		return &rest.Config{BearerToken: "new"}, nil
 	}, logr.Discard())
-	defer again.close()
+	defer again.Close()
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func newTestRelogin(t *testing.T, server *fakeServer, login func(context.Context
 	ctx := context.WithValue(context.Background(), ctxKey("who"), "operator")
 	s := newRelogins(ctx, "old", login, logr.Discard(), fc)
 	t.Cleanup(func() {
-		s.close()
+		s.Close()
 		goleak.VerifyNone(t, ignore)
 	})
 	return &relogin{base: server, s: s}, fc
@@ -287,7 +287,7 @@ func TestReloginInterval(t *testing.T) {
 	step("at once")
 	fc.Step(reloginInterval)
 	step("a second later")
-	rt.s.close()
+	rt.s.Close()
 	fc.Step(reloginInterval)
 	step("closed")
 	want := []string{"first: Unauthorized, logins 1", "at once: Unauthorized, logins 1",
