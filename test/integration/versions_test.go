@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -17,6 +18,8 @@ var kexResource = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", 
 // as a watch delivers them, so that tests can assert on intermediate
 // states (what each write put on the object), not only on the last one.
 type versions struct {
+	t     *testing.T
+	dyn   dynamic.ResourceInterface
 	mu    sync.Mutex
 	items []*unstructured.Unstructured
 }
@@ -28,11 +31,12 @@ func recordVersions(t *testing.T, namespace string) *versions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := dyn.Resource(kexResource).Namespace(namespace).Watch(context.Background(), metav1.ListOptions{})
+	objects := dyn.Resource(kexResource).Namespace(namespace)
+	w, err := objects.Watch(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &versions{}
+	v := &versions{t: t, dyn: objects}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -51,8 +55,30 @@ func recordVersions(t *testing.T, namespace string) *versions {
 	return v
 }
 
-// all returns the versions seen so far, oldest first.
+// all returns the versions seen so far, oldest first, once the watch has
+// delivered the current version of every object in the namespace: the
+// watch may lag behind what the test waited for (the operator's log).
 func (v *versions) all() []*unstructured.Unstructured {
+	v.t.Helper()
+	list, err := v.dyn.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	eventually(v.t, "the watch of the versions to catch up", func() bool {
+		seen := v.seen()
+		for _, obj := range list.Items {
+			if !slices.ContainsFunc(seen, func(s *unstructured.Unstructured) bool {
+				return s.GetUID() == obj.GetUID() && s.GetResourceVersion() == obj.GetResourceVersion()
+			}) {
+				return false
+			}
+		}
+		return true
+	})
+	return v.seen()
+}
+
+func (v *versions) seen() []*unstructured.Unstructured {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]*unstructured.Unstructured(nil), v.items...)
