@@ -19,6 +19,9 @@ import (
 type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
+	// noted is closed once the replica's watch has taken note of the
+	// exit (logged it, and no longer counts the process as running).
+	noted chan struct{}
 	// state is the exit, readable once done is closed.
 	state   *os.ProcessState
 	waitErr error
@@ -40,7 +43,7 @@ func startProcess(path string, args, env []string, output string) (*process, err
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{}), noted: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		p.waitErr = cmd.Wait()

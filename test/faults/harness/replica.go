@@ -106,10 +106,12 @@ func (r *Replica) watch(p *process, actor string) {
 	r.mu.Lock()
 	r.log.Event(faultlog.Entry{Kind: faultlog.ProcessExit, Replica: r.spec.PodID, Actor: actor, Note: p.status()})
 	if r.proc != p {
+		close(p.noted)
 		r.mu.Unlock()
 		return
 	}
 	r.actor = ""
+	close(p.noted)
 	if r.down || r.closed {
 		r.mu.Unlock()
 		return
@@ -190,14 +192,15 @@ func (r *Replica) Stop(ctx context.Context) (string, error) {
 	}
 }
 
-// Exited is closed when the current process (at the call) has exited.
+// exited is closed when the current process (at the call) has exited and
+// the replica has taken note of it: a Restart then finds none running.
 func (r *Replica) exited() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.proc == nil {
 		return closedChan
 	}
-	return r.proc.done
+	return r.proc.noted
 }
 
 // Exited is closed once the process that runs now has exited.
