@@ -62,12 +62,12 @@ func (e *engine) controllers(c cache.Cache, kinds []*kindState) ([]controller.Co
 func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*kindState) error {
 	var indexed []toolscache.InformerSynced
 	for _, r := range kinds {
-		for _, h := range r.kind.Indexing {
+		for _, h := range r.objects.Registered.Indexing {
 			e.indices.Ensure(h.ID).Clear()
 		}
 	}
 	for _, r := range kinds {
-		if len(r.kind.Indexing) == 0 && len(r.kind.Watching) == 0 {
+		if len(r.objects.Registered.Indexing) == 0 && len(r.objects.Registered.Watching) == 0 {
 			continue
 		}
 		informer, err := c.GetInformer(ctx, r.objects.New())
@@ -75,19 +75,19 @@ func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*kindState
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+			return fmt.Errorf("watch %s: %w", r.objects.GVK.Kind, err)
 		}
-		handler := lowlevel.New(ctx, lowlevel.Kind{Registered: r.kind, Objects: r.objects, Label: r.kindLabel, Memories: r.memories,
+		handler := lowlevel.New(ctx, lowlevel.Kind{Registered: r.objects.Registered, Objects: r.objects, Label: r.kindLabel, Memories: r.memories,
 			Own: r.own, Indices: r.settings.Indices, Clock: r.settings.Clock, Backoff: r.settings.Daemons.DefaultBackoff,
 			HandedOver: r.cycles.WasHandedOver, Reconciles: r.reconciles(), Context: r.handlerContext, Apply: r.host.Apply},
-			e.mgr.GetLogger().WithValues("controller", controllerName(r.gvk)))
+			e.mgr.GetLogger().WithValues("controller", controllerName(r.objects.GVK)))
 		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: handler.OnAdd, UpdateFunc: handler.OnUpdate, DeleteFunc: handler.OnDelete,
 		})
 		if err != nil {
-			return fmt.Errorf("handle the events of %s: %w", r.gvk.Kind, err)
+			return fmt.Errorf("handle the events of %s: %w", r.objects.GVK.Kind, err)
 		}
-		if len(r.kind.Indexing) > 0 {
+		if len(r.objects.Registered.Indexing) > 0 {
 			indexed = append(indexed, registration.HasSynced)
 		}
 	}
@@ -113,17 +113,17 @@ func (e *engine) controller(r *kindState, c cache.Cache) (controller.Controller,
 	// reconcile, not the process, whatever the embedding manager's
 	// setting (controller-runtime's default is the same).
 	opts.RecoverPanic = ptr.To(true)
-	ctrl, err := controller.NewUnmanaged(controllerName(r.gvk), opts)
+	ctrl, err := controller.NewUnmanaged(controllerName(r.objects.GVK), opts)
 	if err != nil {
-		return nil, fmt.Errorf("create the controller for %s: %w", r.gvk.Kind, err)
+		return nil, fmt.Errorf("create the controller for %s: %w", r.objects.GVK.Kind, err)
 	}
 	if err := ctrl.Watch(source.Kind[client.Object](c, r.objects.New(), &noticingHandler{memories: r.memories, own: e.own})); err != nil {
-		return nil, fmt.Errorf("watch %s: %w", r.gvk.Kind, err)
+		return nil, fmt.Errorf("watch %s: %w", r.objects.GVK.Kind, err)
 	}
 	// Daemons ask for reconciles (to release a finalizer, or to spawn
 	// again) through this channel.
 	if err := ctrl.Watch(source.Channel(r.events, &handler.EnqueueRequestForObject{})); err != nil {
-		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.gvk.Kind, err)
+		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.objects.GVK.Kind, err)
 	}
 	return ctrl, nil
 }

@@ -36,10 +36,10 @@ var _ daemons.Host = (*kindHost)(nil)
 func (h *kindHost) Fetch(ctx context.Context, ref daemons.Ref) (causes.Object, error) {
 	obj := h.k.objects.New()
 	if err := h.k.clients.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", h.k.gvk.Kind, ref, err)
+		return nil, fmt.Errorf("read %s %s: %w", h.k.objects.GVK.Kind, ref, err)
 	}
 	if obj.GetUID() != ref.UID {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: h.k.gvk.Group, Resource: h.k.gvk.Kind}, ref.Name)
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: h.k.objects.GVK.Group, Resource: h.k.objects.GVK.Kind}, ref.Name)
 	}
 	return obj, nil
 }
@@ -91,7 +91,7 @@ func (h *kindHost) target(ctx context.Context, ref daemons.Ref) (client.Object, 
 		obj.SetUID(ref.UID)
 		return obj, h.k.writer.Gone(obj, true)
 	case !errors.Is(err, clients.ErrFrozen) && !apierrors.IsNotFound(err):
-		return obj, fmt.Errorf("read %s %s: %w", h.k.gvk.Kind, ref, err)
+		return obj, fmt.Errorf("read %s %s: %w", h.k.objects.GVK.Kind, ref, err)
 	}
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)

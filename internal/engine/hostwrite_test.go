@@ -2,8 +2,9 @@ package engine
 
 import (
 	"context"
-	"github.com/kopf-go/kopf/internal/mergepatch"
 	"testing"
+
+	"github.com/kopf-go/kopf/internal/mergepatch"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/posting"
-	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/write"
 )
 
@@ -28,8 +26,7 @@ import (
 // The kind's controller, its daemons' host and its low-level handlers
 // share it.
 type kindState struct {
-	kind    *registry.Kind
-	gvk     schema.GroupVersionKind
+	// objects are the kind's registration and GVK, and make its objects.
 	objects objects.Kind
 	// kindLabel is the kind as the metrics name it.
 	kindLabel string
@@ -62,7 +59,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 		retrying, failed := metrics.Objects(label)
 		mems = memory.NewStore(s.Memo, retrying, failed, sup.Gone)
 	}
-	k := &kindState{kind: objs.Registered, gvk: objs.GVK, objects: objs, kindLabel: label, clients: cs,
+	k := &kindState{objects: objs, kindLabel: label, clients: cs,
 		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout), memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
 	k.host = &kindHost{k: k, done: sup.Done()}
@@ -88,7 +85,7 @@ func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context
 // daemons or timers. A kind with low-level handlers only has none, unless
 // it is sharded: handing its objects over takes a reconcile.
 func (r *kindState) reconciles() bool {
-	return len(r.kind.Changing) > 0 || len(r.kind.Spawning) > 0 || r.own.ReconcilesEveryKind()
+	return len(r.objects.Registered.Changing) > 0 || len(r.objects.Registered.Spawning) > 0 || r.own.ReconcilesEveryKind()
 }
 
 // forgetObjects forgets the remembered objects that keep does not keep,

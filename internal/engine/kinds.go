@@ -156,7 +156,7 @@ func (k *kindSet) resolve(served []scopes.Resource) (dropped []*kindState) {
 	k.said = said
 	before := map[schema.GroupVersionKind]*kindState{}
 	for _, r := range k.active {
-		before[r.gvk] = r
+		before[r.objects.GVK] = r
 	}
 	active := make([]*kindState, 0, len(keys))
 	stillServed := map[schema.GroupVersionKind]bool{}
@@ -176,7 +176,7 @@ func (k *kindSet) resolve(served []scopes.Resource) (dropped []*kindState) {
 		stillServed[key.gvk] = true
 	}
 	for _, r := range k.active {
-		if !stillServed[r.gvk] {
+		if !stillServed[r.objects.GVK] {
 			dropped = append(dropped, r)
 		}
 	}

@@ -216,10 +216,10 @@ func TestClientWrapperPanicIsAFailedRequest(t *testing.T) {
 // run; the others do, and the log names the handler, with the stack.
 func TestChangeFilterPanic(t *testing.T) {
 	rig := newKindRig(t, Settings{}, nil)
-	broken := *rig.k.kind.Changing[0]
+	broken := *rig.k.objects.Registered.Changing[0]
 	broken.ID = "broken_create"
 	broken.When = func(registry.Object, *causes.Cause) bool { panic("the filter is broken") }
-	rig.k.kind.Changing = append([]*registry.ChangeHandler{&broken}, rig.k.kind.Changing...)
+	rig.k.objects.Registered.Changing = append([]*registry.ChangeHandler{&broken}, rig.k.objects.Registered.Changing...)
 	_, err, lines := reconcileLogging(t, rig.k.cycles)
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func (e *engine) dropUnserved() {
 // deleted objects.
 func (e *engine) dropKinds(dropped []*kindState) {
 	for _, r := range dropped {
-		e.log.Info("The resource is no longer served; its objects are forgotten.", "kind", r.gvk.String())
+		e.log.Info("The resource is no longer served; its objects are forgotten.", "kind", r.objects.GVK.String())
 		r.forgetObjects(func(types.NamespacedName) bool { return false })
 	}
 }

@@ -35,16 +35,16 @@ func (r daemonSync) spawnSubject(o cycle.Object) *registry.Subject {
 // Sync spawns the daemons and timers that match the object and stops
 // those that no longer do. Deleted objects are handled by Stop instead.
 func (r daemonSync) Sync(o cycle.Object, essence map[string]any) {
-	if len(r.k.kind.Spawning) == 0 || o.Obj.GetDeletionTimestamp() != nil {
+	if len(r.k.objects.Registered.Spawning) == 0 || o.Obj.GetDeletionTimestamp() != nil {
 		return
 	}
-	matching := r.k.kind.MatchSpawning(r.spawnSubject(o))
+	matching := r.k.objects.Registered.MatchSpawning(r.spawnSubject(o))
 	handlers := make([]daemons.Handler, len(matching))
 	for i, h := range matching {
 		handlers[i] = h.Daemon()
 	}
 	var fingerprint uint64
-	if r.k.kind.HasIdleTimers() {
+	if r.k.objects.Registered.HasIdleTimers() {
 		// Idle timers restart their countdown when the essence changes.
 		h := fnv.New64a()
 		h.Write(diffbase.Encode(essence))
@@ -59,17 +59,17 @@ func (r daemonSync) Sync(o cycle.Object, essence map[string]any) {
 // the operator's settings as for change handlers.
 func (r daemonSync) objectDaemonLog(obj client.Object) logr.Logger {
 	log := lazylog.WithValues(r.k.daemonLog, "namespace", obj.GetNamespace(), "name", obj.GetName())
-	return posting.Logger(log, r.k.settings.Poster, posting.Ref{GVK: r.k.gvk, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()})
+	return posting.Logger(log, r.k.settings.Poster, posting.Ref{GVK: r.k.objects.GVK, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()})
 }
 
 // RequireFinalizer reports whether a daemon or timer that matches the
 // object (and did not end on its own) needs the finalizer, so that the
 // object's deletion waits for it to exit.
 func (r daemonSync) RequireFinalizer(o cycle.Object) bool {
-	if len(r.k.kind.Spawning) == 0 {
+	if len(r.k.objects.Registered.Spawning) == 0 {
 		return false
 	}
-	for _, h := range r.k.kind.MatchSpawning(r.spawnSubject(o)) {
+	for _, h := range r.k.objects.Registered.MatchSpawning(r.spawnSubject(o)) {
 		if !r.k.sup.ForeverStopped(o.Obj.GetUID(), h.ID) {
 			return true
 		}
