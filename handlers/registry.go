@@ -188,3 +188,23 @@ func (r *Registry) checkResources(scheme *runtime.Scheme) error {
 	}
 	return nil
 }
+
+// kindHolder is what every Resource[T] is, whatever its T.
+type kindHolder interface{ registeredKind() *registry.Kind }
+
+func (r *Resource[T]) registeredKind() *registry.Kind {
+	if r == nil || r.res == nil {
+		return nil // a Resource made by hand, not by For or ForKind
+	}
+	return r.res.kind
+}
+
+// The toolkits reach a resource's handlers through the registry package.
+func init() {
+	registry.KindOf = func(resource any) *registry.Kind {
+		if h, ok := resource.(kindHolder); ok {
+			return h.registeredKind()
+		}
+		return nil
+	}
+}

@@ -211,4 +211,16 @@ const NoConsistencyWait time.Duration = -1
 // writes to the API server and reads through the manager's cache. Outside
 // handlers (and in login handlers, which run before there is a manager),
 // it is nil.
+//
+// A read through it starts an informer for the kind read, if there is none
+// yet: a cluster-wide list and watch (which needs list and watch
+// permissions on the kind), whose objects stay in memory for as long as
+// the operator runs. For kinds read now and then, read with APIReader.
 func Client(ctx context.Context) client.Client { return clients.From(ctx) }
+
+// APIReader returns the operator's uncached reader in a handler (of any
+// kind, as Client): the manager's API reader (manager.GetAPIReader), whose
+// every Get and List is a request to the API server. It starts no
+// informer and keeps nothing in memory, and needs only get or list
+// permission on what it reads. Outside handlers, it is nil.
+func APIReader(ctx context.Context) client.Reader { return clients.ReaderFrom(ctx) }

@@ -29,10 +29,11 @@ var ErrActivityFailed = errors.New("one or more handlers failed")
 // resolved.
 type Settings struct {
 	Clock clock.WithTicker
-	// Poster posts the handlers' Events; Client is what they find in their
-	// context.
+	// Poster posts the handlers' Events; Client and Reader are what they
+	// find in their context (clients.From, clients.ReaderFrom).
 	Poster *posting.Poster
 	Client client.Client
+	Reader client.Reader
 	// Memo and Indices are the operator's.
 	Memo    *memo.Memo
 	Indices *indexing.Indices
@@ -50,7 +51,7 @@ func Run(ctx context.Context, log logr.Logger, handlers []*registry.ActivityHand
 	for _, h := range handlers {
 		states[h.ID] = &execution.HandlerState{Active: true, Started: start}
 	}
-	hctx := clients.WithClient(posting.NewContext(logr.NewContext(ctx, log), s.Poster), s.Client)
+	hctx := clients.ForHandlers(posting.NewContext(logr.NewContext(ctx, log), s.Poster), s.Client, s.Reader)
 	for {
 		now := s.Clock.Now()
 		for _, h := range handlers {

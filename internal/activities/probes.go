@@ -143,7 +143,7 @@ func (p *Prober) run(r *round, now time.Time) {
 		}
 	})
 	results, err := map[string]any{}, error(nil)
-	hctx := clients.WithClient(posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster), p.settings.Client)
+	hctx := clients.ForHandlers(posting.NewContext(logr.NewContext(ctx, p.log), p.settings.Poster), p.settings.Client, p.settings.Reader)
 	for _, h := range p.handlers {
 		st := &execution.HandlerState{Active: true, Started: now}
 		a := &causes.Activity{HandlerID: h.ID, Param: h.Param, Started: now, Memo: p.settings.Memo, Indices: p.settings.Indices}

@@ -21,7 +21,7 @@ func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.Ac
 
 // activities are the settings of operator-wide handlers.
 func (s Settings) activities() activities.Settings {
-	return activities.Settings{Clock: s.Clock, Poster: s.Poster, Client: s.Client, Memo: s.Memo, Indices: s.Indices, Defaults: s.defaults()}
+	return activities.Settings{Clock: s.Clock, Poster: s.Poster, Client: s.Client, Reader: s.Reader, Memo: s.Memo, Indices: s.Indices, Defaults: s.defaults()}
 }
 
 // startup runs the startup handlers before anything is watched; a failure

@@ -76,9 +76,9 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 }
 
 // handlerContext is the context a handler runs in: the logger, the
-// poster for its Events, and the operator's client.
+// poster for its Events, and the operator's client and uncached reader.
 func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context.Context {
-	return clients.WithClient(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client)
+	return clients.ForHandlers(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client, r.settings.Reader)
 }
 
 // reconciles reports whether the kind has a controller: change handlers,

@@ -71,6 +71,9 @@ type Settings struct {
 	// Client is what handlers find in their context (ClientFrom): the
 	// manager's client, set by Setup.
 	Client client.Client
+	// Reader is what handlers find in their context as the uncached reader
+	// (clients.ReaderFrom): the manager's API reader, set by Setup.
+	Reader client.Reader
 	// Ready, if set, is closed once the startup handlers have finished:
 	// for a program that embeds the operator and waits for it.
 	Ready chan struct{}

@@ -87,6 +87,9 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	default:
 		s.Client = mgr.GetClient()
 	}
+	if s.Reader == nil {
+		s.Reader = mgr.GetAPIReader()
+	}
 	if s.Sharding.Ring != "" {
 		if s.Sharding.Namespace == "" {
 			s.Sharding.Namespace = leaseNamespace(names)
@@ -167,7 +170,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	direct = wrap(direct)
 	ds := s.Daemons
 	ds.Logger, ds.Local, ds.Observer = mgr.GetLogger().WithName("daemons"), posting.Local, daemonMetrics{}
-	ds.BaseContext = clients.WithClient(posting.NewContext(context.Background(), s.Poster), s.Client)
+	ds.BaseContext = clients.ForHandlers(posting.NewContext(context.Background(), s.Poster), s.Client, s.Reader)
 	sup := daemons.New(ds)
 	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
 		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own), own: own, served: served}

@@ -15,3 +15,11 @@ func TestContext(t *testing.T) {
 		t.Errorf("FromContext() = %p, want the poster %p", got, p)
 	}
 }
+
+// A nil poster (an engine set up without one) must not become a target
+// whose Event would be called on a nil pointer.
+func TestContextWithoutPoster(t *testing.T) {
+	if got := FromContext(NewContext(context.Background(), nil)); got != nil {
+		t.Errorf("FromContext() after NewContext(nil) = %v, want nil", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/admission"
 	"github.com/kopf-go/kopf/pkg/cause"
 	"github.com/kopf-go/kopf/pkg/handlertest"
@@ -77,4 +78,22 @@ func ExampleAdmission() {
 	// Output:
 	// the key 'forbidden' is forbidden
 	// <nil> [looks fine]
+}
+
+// A handler's Events, recorded instead of posted.
+func ExampleRecordEvents() {
+	onCreate := func(ctx context.Context, cm *corev1.ConfigMap, c *cause.Change) (any, error) {
+		handlers.PostInfo(ctx, cm, "Seen", "a new settings map")
+		return nil, nil
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "ns"}}
+	events := &handlertest.Events{}
+	if _, err := onCreate(handlertest.Context(nil, handlertest.RecordEvents(events)), cm, handlertest.Create(cm)); err != nil {
+		fmt.Println(err)
+	}
+	for _, e := range events.Posted() {
+		fmt.Println(e.Type, e.Reason, e.Message, e.Kind, e.Namespace+"/"+e.Name)
+	}
+	// Output:
+	// Normal Seen a new settings map ConfigMap ns/settings
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/internal/mergepatch"
+	"github.com/kopf-go/kopf/internal/posting"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -151,10 +152,19 @@ func Subhandlers(ctx context.Context) []string {
 }
 
 // Context is a handler's context, as the engine gives it to a change
-// handler: handlers.Client returns c (for example controller-runtime's
-// fake client; nil: no client), and handlers.Subhandler registers
-// sub-handlers, which Subhandlers lists. Use one Context per call.
-func Context(c client.Client) context.Context {
-	ctx, _ := causes.WithSubhandlers(clients.WithClient(context.Background(), c))
+// handler: handlers.Client and handlers.APIReader return c (for example
+// controller-runtime's fake client; nil: no client), handlers.Subhandler
+// registers sub-handlers, which Subhandlers lists, and with RecordEvents,
+// the handler's Events are recorded. Use one Context per call.
+func Context(c client.Client, opts ...ContextOption) context.Context {
+	var parts contextParts
+	for _, o := range opts {
+		o(&parts)
+	}
+	ctx := clients.ForHandlers(context.Background(), c, c)
+	if parts.events != nil {
+		ctx = posting.WithTarget(ctx, parts.events)
+	}
+	ctx, _ = causes.WithSubhandlers(ctx)
 	return ctx
 }

@@ -53,6 +53,7 @@ func TestOperatorRound(t *testing.T) {
 		deleted <- obj.GetName()
 		return nil, nil
 	})
+	started := time.Now()
 	op := env.StartOperator(t, ns, reg, handlers.Options{})
 
 	obj := example(ns, "round")
@@ -61,6 +62,18 @@ func TestOperatorRound(t *testing.T) {
 	}
 	op.WaitForLogAbout(t, "round", "Handler 'create_fn' succeeded.", 30*time.Second)
 	op.WaitForLog(t, "Creation is processed: 1 succeeded; 0 failed.", 30*time.Second)
+	// Each entry tells when it was logged: the handler's success before
+	// the cause's summary, both since the operator started.
+	succeeded, processed := op.Logs.Entries("Handler 'create_fn' succeeded."), op.Logs.Entries("Creation is processed")
+	if len(succeeded) != 1 || len(processed) != 1 {
+		t.Fatalf("entries: %d of the handler's success, %d of the summary; want 1 each", len(succeeded), len(processed))
+	}
+	if at := succeeded[0].Time; at.Before(started) || at.After(time.Now()) {
+		t.Errorf("the handler's success is stamped %s, not between the start (%s) and now", at, started)
+	}
+	if processed[0].Time.Before(succeeded[0].Time) {
+		t.Errorf("the summary is stamped %s, before the handler's success (%s)", processed[0].Time, succeeded[0].Time)
+	}
 	kopftest.Eventually(t, "the result in status", 30*time.Second, func() bool {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(obj.GroupVersionKind())

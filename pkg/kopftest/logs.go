@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 )
@@ -19,6 +20,9 @@ type Logs struct {
 
 // Entry is one log line.
 type Entry struct {
+	// Time is when the line was logged (the wall clock, whatever clock
+	// the operator was given): to tell how long apart two lines are.
+	Time    time.Time
 	Level   int
 	Error   bool
 	Message string
@@ -46,11 +50,12 @@ func (l *Logs) WithValues(kv ...any) logr.LogSink {
 func (l *Logs) WithName(name string) logr.LogSink { return &childLogs{root: l} }
 
 func (l *Logs) add(e Entry) {
+	e.Time = time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.entries = append(l.entries, e)
 	if !l.closed {
-		l.t.Logf("%s %v", e.Message, e.Values)
+		l.t.Logf("%s %s %v", e.Time.Format("15:04:05.000"), e.Message, e.Values)
 	}
 }
 

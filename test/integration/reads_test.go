@@ -194,3 +194,51 @@ func TestHandledObjectsAreReadFromTheCache(t *testing.T) {
 		})
 	}
 }
+
+// A handler that reads with handlers.APIReader asks the API server each
+// time and starts no informer: the secrets it reads are got, never
+// listed or watched. The same read through handlers.Client starts an
+// informer for the kind: a list and a watch of every secret.
+func TestAPIReaderReadsWithoutAnInformer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		read     func(ctx context.Context) client.Reader
+		informer bool
+	}{
+		{name: "APIReader", read: handlers.APIReader},
+		{name: "Client", read: func(ctx context.Context) client.Reader { return handlers.Client(ctx) }, informer: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			ns := env.Namespace(t)
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: ns}, StringData: map[string]string{"token": "s3cr3t"}}
+			if err := env.Client.Create(context.Background(), secret); err != nil {
+				t.Fatal(err)
+			}
+			reg, kind := kex()
+			handlers.OnCreate(kind, "read_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
+				got := &corev1.Secret{}
+				if err := tc.read(ctx).Get(ctx, client.ObjectKeyFromObject(secret), got); err != nil {
+					return nil, err
+				}
+				return map[string]any{"token": string(got.Data["token"])}, nil
+			})
+			reads := &readCounter{resource: "secrets"}
+			op := env.StartOperator(t, ns, reg, handlers.Options{}, kopftest.WithConfig(reads.config()))
+			create(t, exampleObject(t, ns))
+			eventually(t, "the handler's read lands in status", func() bool {
+				token, _, _ := unstructured.NestedString(get(t, ns, "kopf-example-1").Object, "status", "read_fn", "token")
+				return token == "s3cr3t"
+			})
+			op.Stop(t)
+
+			gets, lists, watches := reads.counts()
+			switch {
+			case !tc.informer && (gets != 1 || lists != 0 || watches != 0):
+				t.Errorf("secrets read through the API reader: %d gets, %d lists, %d watches; want 1, 0, 0", gets, lists, watches)
+			case tc.informer && (gets != 0 || lists+watches == 0):
+				t.Errorf("secrets read through the client: %d gets, %d lists, %d watches; want no get, and an informer's list or watch", gets, lists, watches)
+			}
+		})
+	}
+}
