@@ -78,7 +78,7 @@ func registry() *handlers.Registry {
 
 // startOperator runs the registry with a TracerProvider that records,
 // serving its webhooks on envtest's local port.
-func startOperator(t *testing.T, ns string, reg *handlers.Registry) *tracetest.SpanRecorder {
+func startOperator(t *testing.T, ns string, reg *handlers.Registry) (*tracetest.SpanRecorder, func()) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -105,7 +105,7 @@ func startOperator(t *testing.T, ns string, reg *handlers.Registry) *tracetest.S
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	var once sync.Once
-	t.Cleanup(func() {
+	stop := func() {
 		once.Do(func() {
 			cancel()
 			select {
@@ -118,8 +118,9 @@ func startOperator(t *testing.T, ns string, reg *handlers.Registry) *tracetest.S
 			}
 			_ = tp.Shutdown(context.Background())
 		})
-	})
-	return rec
+	}
+	t.Cleanup(stop)
+	return rec, stop
 }
 
 // spans is a snapshot of the ended spans, by id, to follow parents.
@@ -169,7 +170,7 @@ func TestSpansOfAnOperator(t *testing.T) {
 		_ = k8s.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: managed}})
 	})
 	ns := namespace(t)
-	rec := startOperator(t, ns, registry())
+	rec, stop := startOperator(t, ns, registry())
 	ctx := context.Background()
 	// The API server calls the webhooks a moment after their configuration
 	// appears: until then, creations pass unreviewed.
@@ -200,6 +201,9 @@ func TestSpansOfAnOperator(t *testing.T) {
 		}
 		return strings.Join(missing, ", ")
 	})
+	// Stopped, the operator has ended all its spans: every parent is there.
+	stop()
+	s = snapshot(rec)
 
 	t.Run("cycle, handler attempt and the handler's request are one chain", func(t *testing.T) {
 		post := s.named("POST configmaps", "")[0]
