@@ -28,8 +28,6 @@ var layers = [][]string{
 		"internal/contain",
 		// The tests' one polling loop, under kopftest.Eventually.
 		"internal/await",
-		// The spans of cycles, attempts, reviews and API requests.
-		"internal/tracing",
 		// The spans of cycles, handlers, reviews and their API requests.
 		"internal/tracing",
 		// What handlers' errors and the Events' settings are.
