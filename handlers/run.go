@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,6 +79,14 @@ func Run(ctx context.Context, reg *Registry, args []string, opts RunOptions) err
 	logger := runner.Logger(f.Verbose, f.Quiet, f.LogFormat, os.Stderr)
 	ctrl.SetLogger(logger)
 	opts = withFlags(opts, f)
+	if opts.TracerProvider == nil {
+		tp, stop, err := runner.Tracing(ctx, logger.WithName("tracing"), filepath.Base(os.Args[0]))
+		if err != nil {
+			return err
+		}
+		defer stop() // after the manager: its last spans go too
+		opts.TracerProvider = tp
+	}
 	// Resolved once, for the login handlers and the engine alike.
 	s, err := opts.settings().Resolved()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -14,6 +15,7 @@ import (
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/ring/share"
+	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/events"
 	"github.com/kopf-go/kopf/pkg/memo"
@@ -104,6 +106,13 @@ type Options struct {
 	// replicas of a ring, each handling its own share (docs/sharding.md).
 	// The zero value: no sharding, one replica handles all objects.
 	Sharding Sharding
+	// TracerProvider, if set, traces the operator (docs/tracing.md): a
+	// span for each object's cycle, each handler's attempt, each daemon's
+	// and timer's run and each webhook review, and client spans for the
+	// API requests made within them, the handlers' own through Client
+	// included. Nil: no spans, at no cost. The standalone runner sets it
+	// from the OTEL_EXPORTER_OTLP_* environment.
+	TracerProvider trace.TracerProvider
 }
 
 // Sharding makes the operator a member of a ring of replicas that share
@@ -154,6 +163,7 @@ func (o Options) settings() engine.Settings {
 		ErrorDelays:             o.ErrorDelays,
 		Posting:                 o.Posting,
 		Ready:                   o.Ready,
+		Tracer:                  tracing.New(o.TracerProvider),
 		Sharding: share.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
 			Durations:       ring.Durations{LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
 			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost},
@@ -198,7 +208,7 @@ func setup(mgr manager.Manager, reg *Registry, opts Options, s engine.Settings) 
 	if err != nil {
 		return nil, err
 	}
-	return installed, setupWebhooks(mgr, reg, opts.Webhooks)
+	return installed, setupWebhooks(mgr, reg, opts.Webhooks, s.Tracer)
 }
 
 // NoConsistencyWait, as Options.ConsistencyTimeout, lets change handlers

@@ -20,6 +20,7 @@ import (
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/runner"
+	"github.com/kopf-go/kopf/internal/tracing"
 )
 
 // WebhookOptions configure the serving of webhook handlers.
@@ -79,12 +80,12 @@ func SetupWebhooksWithManager(mgr manager.Manager, reg *Registry, opts WebhookOp
 	if err := reg.checkResources(mgr.GetScheme()); err != nil {
 		return err
 	}
-	return setupWebhooks(mgr, reg, opts)
+	return setupWebhooks(mgr, reg, opts, tracing.Tracer{})
 }
 
 // setupWebhooks is SetupWebhooksWithManager for a registry whose resources
-// are checked already.
-func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) error {
+// are checked already; the reviews have spans of the tracer.
+func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions, tracer tracing.Tracer) error {
 	served, err := reg.servedWebhooks(mgr.GetScheme(), opts)
 	if err != nil {
 		return err
@@ -106,7 +107,7 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions) erro
 	path := strings.TrimRight(opts.Path, "/")
 	if err := register(ws.Register, path+"/", &admission.Server{
 		Registry: served, Prefix: path, Mapper: mgr.GetRESTMapper(), Logger: log,
-		MaxConcurrent: opts.MaxConcurrentReviews,
+		MaxConcurrent: opts.MaxConcurrentReviews, Tracer: tracer,
 	}); err != nil {
 		return err
 	}

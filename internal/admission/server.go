@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/kopf-go/kopf/internal/tracing"
 )
 
 // MaxReviewBytes bounds a review's body, as controller-runtime's webhooks
@@ -70,6 +72,9 @@ type Server struct {
 	// once with 429 Too Many Requests and a Retry-After of one second,
 	// before its body is read; the API server retries it then.
 	MaxConcurrent int
+	// Tracer starts each review's span, under the API server's if the
+	// request carries its traceparent (docs/tracing.md); zero: none.
+	Tracer tracing.Tracer
 
 	mu    sync.Mutex
 	inUse int
@@ -124,12 +129,17 @@ func (s *Server) answer(w http.ResponseWriter, req *http.Request, id string, rev
 	if review.Request != nil {
 		in.Request, in.New, in.Old = &review.Request.AdmissionRequest, review.Request.Object, review.Request.OldObject
 	}
-	ctx := logr.NewContext(req.Context(), s.Logger)
+	ctx, span := s.Tracer.Review(logr.NewContext(req.Context(), s.Logger), req.Header, req.URL.Path)
 	resp, err := Review(ctx, s.Registry, s.Mapper, in)
 	if err != nil {
+		span.End(err)
 		s.refuse(w, req, statusForError(err), err)
 		return
 	}
+	if r := in.Request; r != nil {
+		span.Reviewed(string(r.Operation), r.Kind.Kind, r.Namespace, r.Name, string(r.UID), resp.Allowed)
+	}
+	span.End(nil)
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	if out.APIVersion == "" {
 		out.APIVersion = admissionv1.SchemeGroupVersion.String()

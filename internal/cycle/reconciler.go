@@ -48,6 +48,7 @@ import (
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/posting"
+	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/internal/write"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/indexing"
@@ -140,6 +141,8 @@ type Reconciler struct {
 	// gone is told the uid of an object that is gone (its daemons stop).
 	gone     func(types.UID)
 	throttle throttler
+	// tracer starts the cycles' spans (off: none).
+	tracer tracing.Tracer
 	// handed are the uids of objects handed over whose DELETED event (the
 	// object leaving the cache) is still to come, for on-event handlers.
 	handed sync.Map
@@ -176,6 +179,9 @@ func WithJitter(j jitter.Jitter) Option { return func(r *Reconciler) { r.throttl
 
 // WithLabel names the kind in the metrics (metrics.Kind of the GVK else).
 func WithLabel(label string) Option { return func(r *Reconciler) { r.label = label } }
+
+// WithTracer gives each cycle a span of t (else none).
+func WithTracer(t tracing.Tracer) Option { return func(r *Reconciler) { r.tracer = t } }
 
 // New is the reconciler of one kind's objects, read through reader and
 // written through writer.
@@ -230,8 +236,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Events meanwhile are skipped; the object comes back then.
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	result, err := r.contained(ctx, o, now)
+	result, err := r.traced(ctx, o, now)
 	return r.throttle.after(o, now, result, err)
+}
+
+// traced runs the cycle within its span, which its handlers' attempts and
+// its API requests join (docs/tracing.md).
+func (r *Reconciler) traced(ctx context.Context, o Object, now time.Time) (result reconcile.Result, err error) {
+	ctx, span := r.tracer.Cycle(ctx, r.kind.GVK, o.Obj.GetNamespace(), o.Obj.GetName(), string(o.Obj.GetUID()))
+	defer func() { span.End(err) }()
+	return r.contained(ctx, o, now)
 }
 
 // contained runs the cycle's steps; a storage's panic ends the cycle there
@@ -260,6 +274,7 @@ func (r *Reconciler) contained(ctx context.Context, o Object, now time.Time) (re
 func (r *Reconciler) run(ctx context.Context, o Object, now time.Time) (reconcile.Result, error) {
 	f := r.gather(o, now)
 	t := triage(f)
+	tracing.Cause(ctx, string(t.Reason))
 	if t.syncsDaemons() {
 		// Daemons and timers follow every state of the object that is
 		// this replica's, consistent or not: they read the latest object

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/lazylog"
+	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/pkg/memo"
 )
 
@@ -96,7 +97,7 @@ func (s *Supervisor) spawnLocked(o *object, h Handler, obj causes.Object) {
 		sup: s, obj: o, h: h,
 		log:     log,
 		ctx:     ctx,
-		logCtx:  logr.NewContext(ctx, log),
+		logCtx:  tracing.WithObject(logr.NewContext(ctx, log), o.ref.Namespace, o.ref.Name, string(o.ref.UID)),
 		cancel:  cancel,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),

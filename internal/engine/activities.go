@@ -8,6 +8,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/activities"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/tracing"
 )
 
 // RunActivities runs operator-wide handlers until all are finished
@@ -16,7 +17,7 @@ func RunActivities(ctx context.Context, log logr.Logger, handlers []*registry.Ac
 	if !s.resolved {
 		return nil, errUnresolved
 	}
-	return activities.Run(ctx, log, handlers, s.activities())
+	return activities.Run(tracing.WithTracer(ctx, s.Tracer), log, handlers, s.activities())
 }
 
 // activities are the settings of operator-wide handlers.

@@ -34,7 +34,7 @@ func (e *engine) controllers(c cache.Cache, kinds []*kindState) ([]controller.Co
 	// server unless told otherwise, which would cost one GET per reconcile
 	// of every kind registered with ForKind.
 	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
-		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
+		HTTPClient: e.httpClient, Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
 		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
 	})
 	if err != nil {

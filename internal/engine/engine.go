@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -30,6 +31,8 @@ import (
 // manager Runnable.
 type engine struct {
 	mgr manager.Manager
+	// httpClient is the manager's, traced if the operator traces.
+	httpClient *http.Client
 	// mapper is the manager's REST mapper, remembering what it found.
 	mapper meta.RESTMapper
 	// kinds are the reconcilers of the resources served now, and of all

@@ -16,6 +16,7 @@ import (
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/posting"
+	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/internal/write"
 )
 
@@ -71,13 +72,17 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 		ErrorDelays: s.ErrorDelays, Progress: s.Progress, DiffBase: s.DiffBase, Indices: s.Indices, Clock: s.Clock, Defaults: s.defaults()},
 		cs, k.writer, append([]cycle.Option{
 			cycle.WithMemories(mems), cycle.WithHandlers(round), cycle.WithDaemons(daemonSync{k}), cycle.WithOwnership(own),
-			cycle.WithPoster(s.Poster), cycle.WithGone(sup.Gone), cycle.WithLabel(label), cycle.WithJitter(jitter.Default())}, opts...)...)
+			cycle.WithPoster(s.Poster), cycle.WithGone(sup.Gone), cycle.WithLabel(label), cycle.WithJitter(jitter.Default()),
+			cycle.WithTracer(s.Tracer)}, opts...)...)
 	return k
 }
 
 // handlerContext is the context a handler runs in: the logger, the
-// poster for its Events, and the operator's client and uncached reader.
+// poster for its Events, the operator's client and uncached reader, and
+// the tracer of the spans of on-event handlers, which run outside any
+// cycle.
 func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context.Context {
+	ctx = tracing.WithTracer(ctx, r.settings.Tracer)
 	return clients.ForHandlers(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client, r.settings.Reader)
 }
 

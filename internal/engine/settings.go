@@ -15,6 +15,7 @@ import (
 	"github.com/kopf-go/kopf/internal/peering"
 	"github.com/kopf-go/kopf/internal/posting"
 	"github.com/kopf-go/kopf/internal/ring/share"
+	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/pkg/diffbase"
 	"github.com/kopf-go/kopf/pkg/indexing"
 	"github.com/kopf-go/kopf/pkg/memo"
@@ -80,6 +81,9 @@ type Settings struct {
 	// Sharding, if its Ring is set, makes the replica a member of a ring
 	// that shares the objects (docs/sharding.md).
 	Sharding share.Sharding
+	// Tracer starts the spans of cycles, handlers and their API requests
+	// (docs/tracing.md); the zero Tracer: none.
+	Tracer tracing.Tracer
 
 	// resolved: Resolved has filled the defaults.
 	resolved bool

@@ -39,6 +39,7 @@ import (
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/ring/share"
 	"github.com/kopf-go/kopf/internal/scopes"
+	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/internal/write"
 )
 
@@ -79,13 +80,14 @@ func Setup(mgr manager.Manager, reg *registry.Registry, s Settings) (*Installed,
 	// Handlers read through the manager's cache, unless the served
 	// namespaces follow patterns, which it cannot follow.
 	var following *clients.Served
-	switch {
-	case s.Client != nil:
-	case watch != nil:
-		following = &clients.Served{Client: mgr.GetClient()}
-		s.Client = following
-	default:
-		s.Client = mgr.GetClient()
+	if s.Client == nil {
+		if s.Client, err = handlersClient(mgr, s.Tracer); err != nil {
+			return nil, err
+		}
+		if watch != nil {
+			following = &clients.Served{Client: s.Client}
+			s.Client = following
+		}
 	}
 	if s.Reader == nil {
 		s.Reader = mgr.GetAPIReader()
@@ -145,8 +147,9 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	// Writes go straight to the API server; the manager's own cache is
 	// left alone (reading through it would start informers in it).
 	mapper := resources.NewMemoMapper(mgr.GetRESTMapper())
+	httpClient := s.Tracer.HTTPClient(mgr.GetHTTPClient())
 	direct, err := client.New(mgr.GetConfig(), client.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
+		HTTPClient: httpClient, Scheme: mgr.GetScheme(), Mapper: mapper,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create a client: %w", err)
@@ -170,9 +173,9 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	direct = wrap(direct)
 	ds := s.Daemons
 	ds.Logger, ds.Local, ds.Observer = mgr.GetLogger().WithName("daemons"), posting.Local, daemonMetrics{}
-	ds.BaseContext = clients.ForHandlers(posting.NewContext(context.Background(), s.Poster), s.Client, s.Reader)
+	ds.BaseContext = tracing.WithTracer(clients.ForHandlers(posting.NewContext(context.Background(), s.Poster), s.Client, s.Reader), s.Tracer)
 	sup := daemons.New(ds)
-	eng := &engine{mgr: mgr, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
+	eng := &engine{mgr: mgr, httpClient: httpClient, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
 		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own), own: own, served: served}
 	static := map[*registry.Kind]schema.GroupVersionKind{}
 	for _, kind := range reg.Kinds {

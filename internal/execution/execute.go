@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kopf-go/kopf/internal/contain"
+	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/pkg/fields"
 )
 
@@ -94,12 +95,36 @@ func Execute(ctx context.Context, h *Handler, st *HandlerState, now time.Time, d
 	// Deferred: a panic that unwinds the whole cycle (contain.Unwind, a
 	// storage's in a sub-handler's round) passes through here.
 	defer cancel()
+	callCtx, span := tracing.Attempt(callCtx, h.Title, h.ID, st.Retries)
 	result, err := contain.Result(func() (any, error) { return call(callCtx) })
 	outcome := interpret(ctx, h, st, now, defaults, result, err)
 	if p, ok := err.(*contain.Panic); ok {
 		outcome.Panic = p
 	}
+	endAttempt(span, outcome)
 	return outcome
+}
+
+// endAttempt ends the attempt's span with what became of it.
+//
+//go:noinline
+func endAttempt(span tracing.Span, o Outcome) {
+	if !span.Recording() {
+		span.End(nil)
+		return
+	}
+	err, word := o.Err, tracing.OutcomeTemporary
+	switch {
+	case o.Panic != nil:
+		err, word = o.Panic, tracing.OutcomePanic
+	case o.Cancelled:
+		word = tracing.OutcomeCancelled
+	case o.Err == nil:
+		word = tracing.OutcomeSuccess
+	case o.Final:
+		word = tracing.OutcomePermanent
+	}
+	span.EndAttempt(word, string(Classify(o)), err)
 }
 
 // PlainResult is a handler's return with its result made of plain JSON

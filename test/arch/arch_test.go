@@ -28,6 +28,8 @@ var layers = [][]string{
 		"internal/contain",
 		// The tests' one polling loop, under kopftest.Eventually.
 		"internal/await",
+		// The spans of cycles, handlers, reviews and their API requests.
+		"internal/tracing",
 		// What handlers' errors and the Events' settings are.
 		"pkg/failure", "pkg/events"},
 	{"pkg/diff", "pkg/patch", "pkg/hierarchies", "pkg/filter"},

@@ -80,8 +80,11 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 		// Another build's quick start (restart_test.go).
 		binary, args[1] = *restartOther, variantForKind
 	}
+	if variant == variantForKindTraced {
+		args[1] = variantForKind // with the OTLP environment (tracing_test.go)
+	}
 	started := time.Now()
-	proc, err := testenv.StartProcess(binary, args, []string{"KUBECONFIG=" + fixtures.kubeconfig})
+	proc, err := testenv.StartProcess(binary, args, append([]string{"KUBECONFIG=" + fixtures.kubeconfig}, tracedEnvironment(variant)...))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -42,7 +42,9 @@ func counterpart(variant string) string {
 }
 
 // isKopf tells kopf-go's variants.
-func isKopf(variant string) bool { return variant == variantKopf || variant == variantForKind }
+func isKopf(variant string) bool {
+	return variant == variantKopf || variant == variantForKind || variant == variantForKindTraced
+}
 
 // phaseTimeout bounds every wait for the operator; a slower phase is a
 // failure, not a figure.
