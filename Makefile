@@ -14,7 +14,7 @@ ASSETS := KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)"
 # KUBEBUILDER_ASSETS naming no directory, so that a package which starts a
 # control plane and is not listed here fails there instead of building one.
 CONTROL_PLANE := ./cmd/kopf ./pkg/kopftest ./test/admission ./test/bench ./test/e2e ./test/faults \
-	./test/integration ./test/panics ./test/plugin ./test/posting ./test/rbac ./test/sharding
+	./test/integration ./test/panics ./test/plugin ./test/posting ./test/rbac ./test/sharding ./test/tracing
 
 .PHONY: help envtest test demo unit bench lint install-plugin chaos
 
