@@ -120,8 +120,10 @@ func Derive(p Progress) []metav1.Condition {
 	// unless a handler failed for good.
 	progressReason, progressMessage := ReasonInProgress, fmt.Sprintf("%s is in progress: %s pending.", p.Title, strings.Join(pending, ", "))
 	if retrying != nil {
+		// No count of attempts: the same error again changes nothing,
+		// so that a retry writes the status only when its error is new.
 		progressReason = ReasonRetrying
-		progressMessage = limit(fmt.Sprintf("Handler '%s' failed temporarily and will retry (%d attempts so far): %s", retrying.ID, retrying.Retries, retrying.Message))
+		progressMessage = limit(fmt.Sprintf("Handler '%s' failed temporarily and will retry: %s", retrying.ID, retrying.Message))
 	}
 	reason, message := ReasonSucceeded, fmt.Sprintf("%s is processed: %d succeeded; 0 failed.", p.Title, succeeded)
 	switch {

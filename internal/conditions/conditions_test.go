@@ -45,9 +45,9 @@ func TestDerive(t *testing.T) {
 			{Stalled, "False", ReasonInProgress, "Creation is in progress: b, c pending."},
 		}},
 		{"retrying names the first retrying handler", []Handler{{ID: "a"}, {ID: "b", Retries: 2, Message: "not yet"}, {ID: "c", Retries: 1, Message: "later"}}, []short{
-			{Ready, "False", ReasonRetrying, "Handler 'b' failed temporarily and will retry (2 attempts so far): not yet"},
-			{Reconciling, "True", ReasonRetrying, "Handler 'b' failed temporarily and will retry (2 attempts so far): not yet"},
-			{Stalled, "False", ReasonRetrying, "Handler 'b' failed temporarily and will retry (2 attempts so far): not yet"},
+			{Ready, "False", ReasonRetrying, "Handler 'b' failed temporarily and will retry: not yet"},
+			{Reconciling, "True", ReasonRetrying, "Handler 'b' failed temporarily and will retry: not yet"},
+			{Stalled, "False", ReasonRetrying, "Handler 'b' failed temporarily and will retry: not yet"},
 		}},
 		{"failed for good", []Handler{{ID: "a", Finished: true, Failed: true, Retries: 1, Message: "broken"}, {ID: "b", Finished: true}}, []short{
 			{Ready, "False", ReasonFailed, "Handler 'a' failed permanently: broken"},
@@ -56,7 +56,7 @@ func TestDerive(t *testing.T) {
 		}},
 		{"failed for good while another retries", []Handler{{ID: "a", Finished: true, Failed: true, Message: "broken"}, {ID: "b", Retries: 1, Message: "flaky"}}, []short{
 			{Ready, "False", ReasonFailed, "Handler 'a' failed permanently: broken"},
-			{Reconciling, "True", ReasonRetrying, "Handler 'b' failed temporarily and will retry (1 attempts so far): flaky"},
+			{Reconciling, "True", ReasonRetrying, "Handler 'b' failed temporarily and will retry: flaky"},
 			{Stalled, "True", ReasonFailed, "Handler 'a' failed permanently: broken"},
 		}},
 	}
@@ -112,7 +112,7 @@ func TestUpdateTransitionTimesMoveOnlyWithStatus(t *testing.T) {
 		t.Errorf("observedGeneration written while handlers are pending: %v", first)
 	}
 	wantReady := map[string]any{"type": Ready, "status": "False", "reason": ReasonRetrying, "observedGeneration": int64(1), "lastTransitionTime": atText,
-		"message": "Handler 'a' failed temporarily and will retry (1 attempts so far): not yet"}
+		"message": "Handler 'a' failed temporarily and will retry: not yet"}
 	if diff := cmp.Diff(wantReady, list[1]); diff != "" {
 		t.Errorf("Ready (-want +got):\n%s", diff)
 	}
@@ -123,8 +123,13 @@ func TestUpdateTransitionTimesMoveOnlyWithStatus(t *testing.T) {
 		t.Errorf("Update of an unchanged standing = %v, want nothing", got)
 	}
 
-	// Another retry: the message changes, the time does not.
-	again := Progress{Title: "Creation", Handlers: []Handler{{ID: "a", Retries: 2, Message: "not yet"}}}
+	// Another retry with the same error: nothing to write.
+	same := Progress{Title: "Creation", Handlers: []Handler{{ID: "a", Retries: 2, Message: "not yet"}}}
+	if got := Update(list, nil, Input{Progress: same, Generation: 1, Now: clock.Now()}); len(got) != 0 {
+		t.Errorf("Update of a retry with the same error = %v, want nothing", got)
+	}
+	// Another error: the message changes, the time does not.
+	again := Progress{Title: "Creation", Handlers: []Handler{{ID: "a", Retries: 2, Message: "still not"}}}
 	list2 := Update(list, nil, Input{Progress: again, Generation: 1, Now: clock.Now()})[FieldConditions].([]any)
 	if got := list2[1].(map[string]any)["lastTransitionTime"]; got != atText {
 		t.Errorf("Ready's lastTransitionTime = %v after a retry, want it kept at %s", got, atText)

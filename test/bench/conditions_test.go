@@ -26,7 +26,7 @@ type conditionsVariant struct {
 	name string
 	// conditions: handlers.Conditions on the kind.
 	conditions bool
-	// bare: progress in annotations only and a handler without a
+	// bare: progress in annotations only (as by default, explicitly) and a handler without a
 	// result, so that the cycle makes no status write of its own.
 	bare bool
 }
