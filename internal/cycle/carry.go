@@ -76,6 +76,7 @@ func (r *Reconciler) carryOut(ctx context.Context, o Object, f facts, pl plan, s
 			o.Mem.FullyHandledOnce = true
 		}
 		r.memories.Stand(o.Mem, res.Standing)
+		r.keepConditions(ctx, o, f, pl, res, now)
 	case pl.NoOp:
 		o.Log.V(1).Info("Something has changed, but we are not interested (the essence is the same).")
 	}

@@ -138,6 +138,9 @@ type Reconciler struct {
 	daemons  Daemons
 	own      ownership.Ownership
 	poster   *posting.Poster
+	// status tells whether the kind has /status (conditions.go); nil: it
+	// has.
+	status *write.StatusProbe
 	// gone is told the uid of an object that is gone (its daemons stop).
 	gone     func(types.UID)
 	throttle throttler
@@ -296,6 +299,7 @@ func (r *Reconciler) run(ctx context.Context, o Object, now time.Time) (reconcil
 		o.Local.Info("Writing the changes that the previous cycle could not write.")
 		unwritten := o.Mem.Unwritten
 		o.Mem.Unwritten = nil
+		r.rebaseConditions(o, unwritten)
 		return r.commit(ctx, o, effects{Patch: unwritten})
 	case stepReportDiffBase:
 		r.report(ctx, o, "diffbase", fmt.Sprint(f.DiffBaseErr), ReasonInvalidDiffBase,

@@ -61,7 +61,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 		mems = memory.NewStore(s.Memo, retrying, failed, sup.Gone)
 	}
 	k := &kindState{objects: objs, kindLabel: label, clients: cs,
-		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout), memories: mems,
+		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout).WithConditions(objs.Registered.Conditions), memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
 	k.host = &kindHost{k: k, done: sup.Done()}
 	invocations := metrics.InvokedOf(label)
@@ -73,7 +73,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 		cs, k.writer, append([]cycle.Option{
 			cycle.WithMemories(mems), cycle.WithHandlers(round), cycle.WithDaemons(daemonSync{k}), cycle.WithOwnership(own),
 			cycle.WithPoster(s.Poster), cycle.WithGone(sup.Gone), cycle.WithLabel(label), cycle.WithJitter(jitter.Default()),
-			cycle.WithTracer(s.Tracer)}, opts...)...)
+			cycle.WithStatusProbe(status), cycle.WithTracer(s.Tracer)}, opts...)...)
 	return k
 }
 

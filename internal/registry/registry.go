@@ -60,6 +60,9 @@ type Kind struct {
 	// Watching are the on-event handlers, Indexing the index handlers.
 	Watching []*EventHandler
 	Indexing []*IndexHandler
+	// Conditions: the engine keeps status.conditions of the kind's objects
+	// from their handlers' progress (internal/conditions).
+	Conditions bool
 }
 
 // Registry is everything an operator registered.

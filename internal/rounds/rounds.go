@@ -69,6 +69,9 @@ type Result struct {
 	// Standing is where the object stands with its handlers (retrying,
 	// failed for good) for the object gauges.
 	Standing execution.Standing
+	// State is the handlers' progress after the round, for the conditions
+	// derived from it.
+	State *execution.State
 }
 
 // Run runs the round of the kind's change handlers for the subject's
@@ -117,6 +120,7 @@ func Run(ctx context.Context, env Env, kind *registry.Kind, subject *registry.Su
 	// A failure for good stands until a later cause is handled; a retry
 	// until the handler runs again.
 	res.Standing = rd.state.Standing(now)
+	res.State = rd.state
 	return res
 }
 

@@ -109,7 +109,7 @@ func (w *Writer) sendStatus(ctx context.Context, obj client.Object, status map[s
 		if !apierrors.IsConflict(err) || attempt == statusAttempts {
 			return err
 		}
-		if err := w.Refresh(ctx, obj); err != nil {
+		if status, err = w.refreshStatus(ctx, obj, status); err != nil {
 			return err
 		}
 	}

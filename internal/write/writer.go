@@ -49,6 +49,9 @@ type Writer struct {
 	status    *StatusProbe
 	// timeout bounds a cycle's write after its context is cancelled.
 	timeout time.Duration
+	// conditions: the kind's status.conditions are the engine's too
+	// (conditions.go).
+	conditions bool
 }
 
 // New is the writer of the kind's objects with the operator's finalizer,
@@ -185,6 +188,14 @@ func withoutFinalizer(main map[string]any) map[string]any {
 // largest share of a cycle's CPU. The answer's metadata (resourceVersion
 // above all) is copied into obj; its spec and status stay as they were.
 func (w *Writer) send(ctx context.Context, obj client.Object, body map[string]any, status bool) error {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(w.gvk)
+	return w.sendInto(ctx, obj, body, status, meta)
+}
+
+// sendInto is send with the answer decoded into answer (an empty object
+// of the kind), for a write that needs more of it than the metadata.
+func (w *Writer) sendInto(ctx context.Context, obj client.Object, body map[string]any, status bool, answer client.Object) error {
 	// A value that a handler put into its patch may carry an encoding of
 	// its own (MarshalJSON), which runs here, outside the handler's call.
 	data, err := contain.Result(func() ([]byte, error) { return json.Marshal(body) })
@@ -196,8 +207,7 @@ func (w *Writer) send(ctx context.Context, obj client.Object, body map[string]an
 		return fmt.Errorf("encode the patch: %w", err)
 	}
 	p := client.RawPatch(types.MergePatchType, data)
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(w.gvk)
+	meta := answer
 	meta.SetNamespace(obj.GetNamespace())
 	meta.SetName(obj.GetName())
 	if status {
@@ -222,7 +232,7 @@ func (w *Writer) send(ctx context.Context, obj client.Object, body map[string]an
 // copyMetadata brings a patch's answer into the cycle's object: what a
 // merge patch can change in metadata, and what the API server changes
 // with every write.
-func copyMetadata(obj client.Object, from *metav1.PartialObjectMetadata) {
+func copyMetadata(obj client.Object, from metav1.Object) {
 	obj.SetResourceVersion(from.GetResourceVersion())
 	obj.SetGeneration(from.GetGeneration())
 	obj.SetAnnotations(from.GetAnnotations())

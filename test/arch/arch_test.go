@@ -38,8 +38,9 @@ var layers = [][]string{
 	{"pkg/keys", "pkg/cause", "pkg/admission", "internal/mergepatch"},
 	{"pkg/progress", "pkg/diffbase", "internal/causes"},
 	{"internal/execution"},
-	// The supervisor of daemons, and the objects' memories in this process.
-	{"internal/daemons", "internal/memory"},
+	// The supervisor of daemons, the objects' memories in this process,
+	// and the conditions derived from the handlers' progress.
+	{"internal/daemons", "internal/memory", "internal/conditions"},
 	{"internal/registry"},
 	{"internal/posting", "internal/peering", "internal/admission", "internal/rounds", "internal/ownership", "internal/clients", "internal/objects"},
 	{"internal/ring", "internal/write", "internal/write/writetest", "internal/resources", "internal/activities", "internal/admission/managed",
@@ -62,7 +63,7 @@ var pure = []string{
 	"pkg/fields", "internal/pyjson", "internal/isotime", "internal/freeze", "pkg/apis/kopf/v1", "pkg/memo", "pkg/indexing", "internal/lazylog", "pkg/diff", "pkg/keys", "pkg/patch", "pkg/progress",
 	"pkg/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/sharding", "internal/scopes", "internal/selfsigned",
 	"internal/rounds", "internal/jitter", "internal/contain", "internal/precondition", "internal/await", "internal/memory",
-	"pkg/cause", "pkg/admission", "pkg/failure", "pkg/events", "pkg/filter", "internal/mergepatch",
+	"pkg/cause", "pkg/admission", "pkg/failure", "pkg/events", "pkg/filter", "internal/mergepatch", "internal/conditions",
 }
 
 // controllerRuntimeAllowed are the only packages that may import
