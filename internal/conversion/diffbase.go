@@ -208,4 +208,3 @@ func convertEssence(k *Kind, body, essence map[string]any, from, to string) (map
 	fields.PruneEmptyStanzas(out)
 	return out, nil
 }
-

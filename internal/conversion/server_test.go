@@ -181,4 +181,3 @@ func TestServeRefusesBadCalls(t *testing.T) {
 		})
 	}
 }
-
