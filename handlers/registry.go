@@ -42,6 +42,8 @@ type Registry struct {
 	order []*registration
 	// webhooks are the validating and mutating handlers, per resource.
 	webhooks admission.Registry
+	// conversions are the converters, per kind (conversion.go).
+	conversions []*conversionKind
 }
 
 // registration is one resource of a registry: how the operator named it

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/clients"
+	"github.com/kopf-go/kopf/internal/conversion"
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/peering"
@@ -203,6 +204,14 @@ func setup(mgr manager.Manager, reg *Registry, opts Options, s engine.Settings) 
 	// no controllers behind.
 	if err := reg.checkResources(mgr.GetScheme()); err != nil {
 		return nil, err
+	}
+	// The diff-bases of kinds with converters compare across versions.
+	convs, err := reg.conversionRegistry(mgr.GetScheme())
+	if err != nil {
+		return nil, err
+	}
+	if convs != nil {
+		s.DiffBase = conversion.NewDiffBase(s.DiffBase, convs)
 	}
 	installed, err := engine.Setup(mgr, &reg.reg, s)
 	if err != nil {

@@ -90,7 +90,11 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions, trac
 	if err != nil {
 		return err
 	}
-	if len(served.Kinds) == 0 {
+	convs, err := reg.conversionRegistry(mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if len(served.Kinds) == 0 && convs == nil {
 		return nil
 	}
 	if err := metrics.Register(); err != nil {
@@ -105,6 +109,13 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions, trac
 		return err
 	}
 	path := strings.TrimRight(opts.Path, "/")
+	opts.ClientConfig = dev.ClientConfig(opts.ClientConfig)
+	if err := setupConversion(mgr, convs, opts, path); err != nil {
+		return err
+	}
+	if len(served.Kinds) == 0 {
+		return nil
+	}
 	if err := register(ws.Register, path+"/", &admission.Server{
 		Registry: served, Prefix: path, Mapper: mgr.GetRESTMapper(), Logger: log,
 		MaxConcurrent: opts.MaxConcurrentReviews, Tracer: tracer,
@@ -114,7 +125,6 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions, trac
 	if opts.Managed == "" {
 		return nil
 	}
-	opts.ClientConfig = dev.ClientConfig(opts.ClientConfig)
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("create a client: %w", err)

@@ -37,13 +37,15 @@ var layers = [][]string{
 	// annotation keys, and the engine's own operations on a cycle's patch.
 	{"pkg/keys", "pkg/cause", "pkg/admission", "internal/mergepatch"},
 	{"pkg/progress", "pkg/diffbase", "internal/causes"},
-	{"internal/execution"},
+	// Running handlers; converting objects between versions.
+	{"internal/execution", "internal/conversion"},
 	// The supervisor of daemons, the objects' memories in this process,
 	// and the conditions derived from the handlers' progress.
 	{"internal/daemons", "internal/memory", "internal/conditions"},
 	{"internal/registry"},
 	{"internal/posting", "internal/peering", "internal/admission", "internal/rounds", "internal/ownership", "internal/clients", "internal/objects"},
 	{"internal/ring", "internal/write", "internal/write/writetest", "internal/resources", "internal/activities", "internal/admission/managed",
+		"internal/conversion/managed",
 		// The runner's servers' security, and the login handlers' relogins.
 		"internal/runner", "internal/relogin"},
 	{"internal/ring/share", "internal/namespaces"},
@@ -64,6 +66,7 @@ var pure = []string{
 	"pkg/diffbase", "internal/causes", "internal/registry", "internal/execution", "internal/sharding", "internal/scopes", "internal/selfsigned",
 	"internal/rounds", "internal/jitter", "internal/contain", "internal/precondition", "internal/await", "internal/memory",
 	"pkg/cause", "pkg/admission", "pkg/failure", "pkg/events", "pkg/filter", "internal/mergepatch", "internal/conditions",
+	"internal/conversion",
 }
 
 // controllerRuntimeAllowed are the only packages that may import

@@ -25,7 +25,7 @@ var (
 // plane. The peering CRDs are there, as in a cluster with peering; the
 // examples run standalone, so they must not matter.
 func TestMain(m *testing.M) {
-	crds := append([]string{testenv.ExampleCRD()}, testenv.PeeringCRDs()...)
+	crds := append([]string{testenv.ExampleCRD(), conversionExampleCRD()}, testenv.PeeringCRDs()...)
 	os.Exit(testenv.Main(m, "e2e", crds, func(f *testenv.Fixture) error {
 		env, kubeconfig = f.Env, f.Kubeconfig
 		binDir = filepath.Join(f.Dir, "bin")
