@@ -93,6 +93,12 @@ type (
 		option
 		webhook()
 	}
+	// ChildOption configures OnChild: Labels, Annotations, Field and
+	// Value, which test the child, and limits.
+	ChildOption interface {
+		option
+		child()
+	}
 )
 
 // The option classes: the options of several registration functions.
@@ -123,7 +129,14 @@ type (
 		IndexOption
 		DaemonOption
 		TimerOption
+		ChildOption
 		activity()
+	}
+	// FieldOption is Field and Value: filters of every handler of a
+	// resource, and of child handlers (which test the child's field).
+	FieldOption interface {
+		FilterOption
+		ChildOption
 	}
 )
 
@@ -141,6 +154,7 @@ func (filterOption) index()            {}
 func (filterOption) daemon()           {}
 func (filterOption) timer()            {}
 func (filterOption) webhook()          {}
+func (filterOption) child()            {}
 
 // Labels filters objects by labels: each key must match its filter.
 type Labels map[string]filter.Filter
@@ -155,6 +169,7 @@ func (Labels) index()            {}
 func (Labels) daemon()           {}
 func (Labels) timer()            {}
 func (Labels) webhook()          {}
+func (Labels) child()            {}
 
 // Annotations filters objects by annotations: each key must match its
 // filter.
@@ -170,18 +185,19 @@ func (Annotations) index()            {}
 func (Annotations) daemon()           {}
 func (Annotations) timer()            {}
 func (Annotations) webhook()          {}
+func (Annotations) child()            {}
 
 // Field makes the handler care about one field (dotted, e.g. "spec.field"):
 // it runs only when the field is present in the old or new state (or
 // matches Value), sees the field's old/new values and diff, and its id gets
 // the suffix "/<field>". The field joins the essence even under status.
-func Field(path string) FilterOption {
+func Field(path string) FieldOption {
 	return filterOption(func(f *registry.Filters) { f.Field = fields.Parse(path) })
 }
 
 // Value filters the Field's value: Equals(v), Present, Absent or Check(fn)
 // (Kopf's value=). Daemons and timers test the object's current value.
-func Value(v filter.Filter) FilterOption {
+func Value(v filter.Filter) FieldOption {
 	return filterOption(func(f *registry.Filters) { f.Value = v })
 }
 
@@ -210,6 +226,7 @@ func (limit) resume()           {}
 func (limit) index()            {}
 func (limit) daemon()           {}
 func (limit) timer()            {}
+func (limit) child()            {}
 
 // Retries limits the attempts of a handler (in total, as in Kopf: 3 means
 // the handler is called at most three times). Zero: no limit.
@@ -298,6 +315,7 @@ func (param) index()    {}
 func (param) daemon()   {}
 func (param) timer()    {}
 func (param) webhook()  {}
+func (param) child()    {}
 
 // Param hands v to the handler in its cause (cause.Change.Param,
 // cause.Daemon.Param, cause.Event.Param, admission.Request.Param, ...), as

@@ -53,6 +53,8 @@ type registration struct {
 	name     string
 	kind     *registry.Kind
 	webhooks *admission.Kind
+	// children are the kinds of its children, by Go type or GVK.
+	children map[any]*registry.ChildKind
 }
 
 // NewRegistry returns an empty registry.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -52,6 +53,8 @@ type engine struct {
 	wrap     func(client.Client) client.Client
 	indices  *indexing.Indices
 	reg      *registry.Registry
+	// childGVKs are the kinds of the registered children.
+	childGVKs map[*registry.ChildKind]schema.GroupVersionKind
 	// settings are the engine's settings, with defaults.
 	settings Settings
 	// own says which objects are this replica's: all of them, or a ring
@@ -225,6 +228,19 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	if err != nil {
 		return err
 	}
+	var childCache cache.Cache
+	if owned := e.ownedChildren(kinds); len(owned) > 0 {
+		if childCache, err = e.childrenCache(namespaces, owned); err != nil {
+			return fmt.Errorf("create the children's cache: %w", err)
+		}
+		for _, o := range owned {
+			ctrl, err := e.childController(o, c, childCache)
+			if err != nil {
+				return err
+			}
+			ctrls = append(ctrls, ctrl)
+		}
+	}
 
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ctrls)+2)
@@ -238,6 +254,9 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 		}()
 	}
 	start(func(ctx context.Context) error { return e.runCacheUntil(ctx, c) })
+	if childCache != nil {
+		start(func(ctx context.Context) error { return e.runCacheUntil(ctx, childCache) })
+	}
 	// Indices are built afresh from each listing; handlers start only once
 	// the listing of every indexed kind is indexed, as Kopf guarantees.
 	if err := e.lowLevel(ctx, c, kinds); err != nil {

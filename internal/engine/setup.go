@@ -191,6 +191,9 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 		}
 		static[kind] = gvk
 	}
+	if eng.childGVKs, err = childGVKs(reg, mgr.GetScheme()); err != nil {
+		return nil, err
+	}
 	eng.resources = resources.NewWatch(mgr, disco, s.Clock)
 	eng.kinds = &kindSet{reg: reg, static: static, made: map[string]*kindState{}, log: eng.log,
 		make: func(kind *registry.Kind, gvk schema.GroupVersionKind, mems *memory.Store) *kindState {

@@ -16,6 +16,8 @@ const (
 	CallbackChange = "change"
 	// CallbackEvent: an on-event handler.
 	CallbackEvent = "event"
+	// CallbackChild: a child handler (handlers.OnChild).
+	CallbackChild = "child"
 	// CallbackIndex: an index handler's function.
 	CallbackIndex = "index"
 	// CallbackDaemon and CallbackTimer: a daemon's or a timer's function.

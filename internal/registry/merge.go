@@ -22,9 +22,12 @@ func Merge(gvk schema.GroupVersionKind, kinds []*Kind) (*Kind, error) {
 		out.Spawning = append(out.Spawning, k.Spawning...)
 		out.Watching = append(out.Watching, k.Watching...)
 		out.Indexing = append(out.Indexing, k.Indexing...)
+		out.Children = append(out.Children, k.Children...)
+		out.Conditions = out.Conditions || k.Conditions
 	}
 	errs := append(validateChanging(out), validateSpawning(out)...)
 	errs = append(errs, validateWatching(out)...)
+	errs = append(errs, validateChildren(out)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s is selected by more than one registration: %w", gvk, err)
 	}

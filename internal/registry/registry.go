@@ -60,6 +60,9 @@ type Kind struct {
 	// Watching are the on-event handlers, Indexing the index handlers.
 	Watching []*EventHandler
 	Indexing []*IndexHandler
+	// Children are the kinds of children the kind's objects own, with
+	// their handlers (handlers.Children).
+	Children []*ChildKind
 	// Conditions: the engine keeps status.conditions of the kind's objects
 	// from their handlers' progress (internal/conditions).
 	Conditions bool
@@ -97,6 +100,7 @@ func (r *Registry) Validate() error {
 		errs = append(errs, validateWatching(k)...)
 		errs = append(errs, r.validateIndexing(k)...)
 		errs = append(errs, validateSpawning(k)...)
+		errs = append(errs, validateChildren(k)...)
 	}
 	return errors.Join(errs...)
 }

@@ -1,11 +1,17 @@
 package hierarchies
 
-import "fmt"
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // Adopt makes child a proper child of owner, as Kopf's adopt: an owner
 // reference to the owner (AppendOwnerReference), a generateName after the
 // owner's name (HarmonizeNaming), the owner's namespace (AdjustNamespace)
-// and the owner's labels (Label), in that order. Forced, Strict and Nested
+// and the owner's labels (Label), in that order; a controlled child (the
+// default reference) also gets OwnerKindLabel, by which the engine's watch
+// of children finds it (handlers.Children). Forced, Strict and Nested
 // apply to the parts they belong to; the reference options configure the
 // reference (Kopf's adopt always makes a blocking controller reference).
 //
@@ -20,6 +26,9 @@ func Adopt(child, owner Object, opts ...AdoptOption) error {
 		return fmt.Errorf("adopt: %w", err)
 	}
 	appendReference(child, ref)
+	if c.controller {
+		labelOwnerKind(child, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	}
 	if err := harmonizeNaming(child, owner.GetName(), c); err != nil {
 		return fmt.Errorf("adopt: %w", err)
 	}

@@ -32,7 +32,7 @@ func TestAdopt(t *testing.T) {
 		child: newPod(metav1.ObjectMeta{}),
 		owner: unstructuredOwner(),
 		want: newPod(metav1.ObjectMeta{
-			GenerateName: ownerName + "-", Namespace: ownerNamespace, Labels: ownerLabels,
+			GenerateName: ownerName + "-", Namespace: ownerNamespace, Labels: withKind(ownerLabels, "kopfexample.kopf.dev"),
 			OwnerReferences: []metav1.OwnerReference{kopfExampleRef()},
 		}),
 	}, {
@@ -43,7 +43,7 @@ func TestAdopt(t *testing.T) {
 		want: newUnstructuredPod(map[string]any{
 			"generateName": "owner-deployment-",
 			"namespace":    ownerNamespace,
-			"labels":       map[string]any{"app": "owner"},
+			"labels":       map[string]any{"app": "owner", OwnerKindLabel: "deployment.apps"},
 			"ownerReferences": []any{map[string]any{
 				"apiVersion": "apps/v1", "kind": "Deployment", "name": "owner-deployment", "uid": "deployment-uid",
 				"controller": true, "blockOwnerDeletion": true,
@@ -57,19 +57,19 @@ func TestAdopt(t *testing.T) {
 		owner: unstructuredOwner(),
 		want: newPod(metav1.ObjectMeta{
 			Name: "own-name", Namespace: "own-namespace",
-			Labels:          map[string]string{"label-1": "own", "label-2": "value-2"},
+			Labels:          map[string]string{"label-1": "own", "label-2": "value-2", OwnerKindLabel: "kopfexample.kopf.dev"},
 			OwnerReferences: []metav1.OwnerReference{kopfExampleRef()},
 		}),
 	}, {
 		name: "forced and strict overwrite it",
 		child: newPod(metav1.ObjectMeta{
-			GenerateName: "own-", Namespace: "own-namespace", Labels: map[string]string{"label-1": "own", "mine": "x"},
+			GenerateName: "own-", Namespace: "own-namespace", Labels: map[string]string{"label-1": "own", "mine": "x", OwnerKindLabel: "another"},
 		}),
 		owner: unstructuredOwner(),
 		opts:  []AdoptOption{Forced(), Strict()},
 		want: newPod(metav1.ObjectMeta{
 			Name: ownerName, Namespace: ownerNamespace,
-			Labels:          map[string]string{"label-1": "value-1", "label-2": "value-2", "mine": "x"},
+			Labels:          map[string]string{"label-1": "value-1", "label-2": "value-2", "mine": "x", OwnerKindLabel: "kopfexample.kopf.dev"},
 			OwnerReferences: []metav1.OwnerReference{kopfExampleRef()},
 		}),
 	}, {
@@ -78,7 +78,9 @@ func TestAdopt(t *testing.T) {
 		owner: typedOwner(true),
 		opts:  []AdoptOption{Nested("spec.template")},
 		want: func() Object {
-			d := newDeployment(map[string]string{"app": "owner"}, map[string]string{"app": "d"})
+			// The template's pods are the deployment's, not the owner's: they
+			// get no owner-kind label.
+			d := newDeployment(map[string]string{"app": "owner", OwnerKindLabel: "deployment.apps"}, map[string]string{"app": "d"})
 			d.Namespace = ownerNamespace
 			d.OwnerReferences = []metav1.OwnerReference{deploymentRef}
 			return d
@@ -89,7 +91,7 @@ func TestAdopt(t *testing.T) {
 		owner: typedOwner(true),
 		opts:  []AdoptOption{Nested("spec.template"), Forced()},
 		want: func() Object {
-			d := newDeployment(map[string]string{"app": "owner"}, map[string]string{"app": "owner"})
+			d := newDeployment(map[string]string{"app": "owner", OwnerKindLabel: "deployment.apps"}, map[string]string{"app": "owner"})
 			d.Name, d.GenerateName = "", "owner-deployment-"
 			d.Namespace = ownerNamespace
 			d.OwnerReferences = []metav1.OwnerReference{deploymentRef}
@@ -100,7 +102,7 @@ func TestAdopt(t *testing.T) {
 		child: newPod(metav1.ObjectMeta{Namespace: "own-namespace"}),
 		owner: clusterOwner(),
 		want: newPod(metav1.ObjectMeta{
-			GenerateName: "node-1-", Namespace: "own-namespace", Labels: map[string]string{"zone": "a"},
+			GenerateName: "node-1-", Namespace: "own-namespace", Labels: map[string]string{"zone": "a", OwnerKindLabel: "node"},
 			OwnerReferences: []metav1.OwnerReference{nodeRef},
 		}),
 	}, {
@@ -109,7 +111,7 @@ func TestAdopt(t *testing.T) {
 		owner: clusterOwner(),
 		opts:  []AdoptOption{Forced()},
 		want: newPod(metav1.ObjectMeta{
-			GenerateName: "node-1-", Labels: map[string]string{"zone": "a"},
+			GenerateName: "node-1-", Labels: map[string]string{"zone": "a", OwnerKindLabel: "node"},
 			OwnerReferences: []metav1.OwnerReference{nodeRef},
 		}),
 	}, {
@@ -125,13 +127,13 @@ func TestAdopt(t *testing.T) {
 			}},
 		}),
 	}, {
-		name:  "an owner without labels adds none",
+		name:  "an owner without labels adds only its kind's",
 		child: &corev1.ConfigMap{},
 		owner: &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns", "uid": "ns-uid"},
 		}},
 		want: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "ns-",
+			GenerateName: "ns-", Labels: map[string]string{OwnerKindLabel: "namespace"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Namespace", Name: "ns", UID: "ns-uid",
 				Controller: new(true), BlockOwnerDeletion: new(true),
@@ -150,6 +152,15 @@ func TestAdopt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withKind is labels with the owner-kind label that Adopt adds.
+func withKind(labels map[string]string, kind string) map[string]string {
+	out := map[string]string{OwnerKindLabel: kind}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
 }
 
 // TestAdoptErrors checks that an owner that cannot be referred to leaves

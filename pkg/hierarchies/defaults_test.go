@@ -26,7 +26,7 @@ func TestAdoptTypedOwnerFromCache(t *testing.T) {
 	}{{
 		name: "default scheme",
 		want: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "web-", Namespace: "ns", Labels: map[string]string{"app": "web"},
+			GenerateName: "web-", Namespace: "ns", Labels: map[string]string{"app": "web", OwnerKindLabel: "deployment.apps"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-1",
 				Controller: new(true), BlockOwnerDeletion: new(true),

@@ -20,5 +20,5 @@ func ExampleAdopt() {
 	ref := pod.OwnerReferences[0]
 	fmt.Println(pod.GenerateName, pod.Namespace, pod.Labels, ref.Kind, ref.Name, *ref.Controller)
 	// Output:
-	// web- shop map[app:web] Deployment web true
+	// web- shop map[app:web kopf.dev/owner-kind:deployment.apps] Deployment web true
 }
