@@ -95,7 +95,7 @@ func newFixture(t *testing.T, owned owners, hs ...*registry.ChildHandler) *fixtu
 		}
 	}
 	f.w = New(Kind{
-		Owner: objects.Kind{Registered: &registry.Kind{NewObject: func() registry.Object { return &unstructured.Unstructured{} }}, GVK: ownerGVK},
+		Owner:  objects.Kind{Registered: &registry.Kind{NewObject: func() registry.Object { return &unstructured.Unstructured{} }}, GVK: ownerGVK},
 		Owners: owned, Namespaced: true,
 		Child:    &registry.ChildKind{NewObject: func() registry.Object { return &corev1.ConfigMap{} }, Handlers: hs},
 		ChildGVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/pkg/hierarchies"
 )
 
 // moreCase is an example that runs through the generic flow of Kopf's e2e
@@ -268,7 +270,7 @@ func checkOutput(t *testing.T, op *operator, tc exampleCase) {
 
 // checkChildrenExample checks the Pod that 02-children makes for the
 // object, as kopf.adopt makes it: owned by the object, named after it, in
-// its namespace, with its labels. It returns the object's expected status,
+// its namespace, with its labels (and its kind's). It returns the object's expected status,
 // which holds the Pod's uid.
 func checkChildrenExample(t *testing.T, _ *operator, ns string, obj *unstructured.Unstructured) map[string]any {
 	t.Helper()
@@ -294,7 +296,9 @@ func checkChildrenExample(t *testing.T, _ *operator, ns string, obj *unstructure
 	if want := obj.GetName() + "-"; pod.GenerateName != want || !strings.HasPrefix(pod.Name, want) {
 		t.Errorf("the pod is named %q from %q, want a name generated from %q", pod.Name, pod.GenerateName, want)
 	}
-	if diff := cmp.Diff(map[string]string{"somelabel": "somevalue"}, pod.Labels); diff != "" {
+	// The owner's labels, and the owner's kind (which Kopf's adopt does
+	// not add: handlers.Children watches children by it).
+	if diff := cmp.Diff(map[string]string{"somelabel": "somevalue", hierarchies.OwnerKindLabel: "kopfexample.kopf.dev"}, pod.Labels); diff != "" {
 		t.Errorf("the pod's labels (-want +got):\n%s", diff)
 	}
 	// The pod is rendered from the object's spec.
