@@ -53,6 +53,48 @@ type Kind struct {
 	// Label is the owners' kind as the metrics name it.
 	Label string
 	Log   logr.Logger
+	// Known are the children seen so far, kept from run to run.
+	Known *Known
+}
+
+// Known remembers the children of one owner kind and child kind that
+// the operator has seen, with their last state, across the runs of its
+// watches: a child deleted while the operator was frozen or paused
+// brings no event to the next run, whose listing lacks it; RecallGone
+// tells its deletion then.
+type Known struct {
+	mu       sync.Mutex
+	children map[types.NamespacedName]client.Object
+}
+
+// NewKnown makes an empty memory of children.
+func NewKnown() *Known { return &Known{children: map[types.NamespacedName]client.Object{}} }
+
+func (k *Known) set(key types.NamespacedName, obj client.Object) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if obj == nil {
+		delete(k.children, key)
+		return
+	}
+	k.children[key] = obj
+}
+
+func (k *Known) snapshot() map[types.NamespacedName]client.Object {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[types.NamespacedName]client.Object, len(k.children))
+	for key, obj := range k.children {
+		out[key] = obj
+	}
+	return out
+}
+
+// Size is how many children are known.
+func (k *Known) Size() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.children)
 }
 
 // Watch holds what became of each child since its handlers last ran, and
@@ -84,6 +126,9 @@ type pending struct {
 
 // New makes a Watch of one owner kind's children of one kind.
 func New(k Kind) *Watch {
+	if k.Known == nil {
+		k.Known = NewKnown()
+	}
 	return &Watch{k: k, child: objects.Kind{Registered: &registry.Kind{NewObject: k.Child.NewObject}, GVK: k.ChildGVK},
 		pending: map[types.NamespacedName]*pending{}}
 }
@@ -98,6 +143,7 @@ func (w *Watch) Observe(reason cause.ChildReason, old, new client.Object) bool {
 		obj = old
 	}
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	w.k.Known.set(key, new)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p := w.pending[key]
@@ -127,6 +173,23 @@ func (w *Watch) Observe(reason cause.ChildReason, old, new client.Object) bool {
 	p.states = nil
 	p.seq++
 	return true
+}
+
+// RecallGone tells the deletion of every known child that the reader (the
+// run's fresh cache of children, synced) does not have, and queues each
+// with send.
+func (w *Watch) RecallGone(ctx context.Context, reader client.Reader, send func(client.Object)) {
+	for key, last := range w.k.Known.snapshot() {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := reader.Get(ctx, key, w.child.New()); !apierrors.IsNotFound(err) {
+			continue
+		}
+		if w.Observe(cause.ChildDeleted, last, nil) {
+			send(last)
+		}
+	}
 }
 
 // sameButVersion reports whether two states of a child differ in their

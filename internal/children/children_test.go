@@ -360,3 +360,57 @@ func TestReconcileKeepsLaterEvents(t *testing.T) {
 		t.Errorf("the handler saw (-want +got):\n%s", diff)
 	}
 }
+
+// children is a reader of children by name.
+type childReader map[types.NamespacedName]*corev1.ConfigMap
+
+func (c childReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	cm, ok := c[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+	}
+	cm.DeepCopyInto(obj.(*corev1.ConfigMap))
+	return nil
+}
+
+func (childReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not listed")
+}
+
+// A known child that a later run's cache lacks is told as deleted, from
+// its last state; one that is there, or was deleted before, is not.
+func TestRecallGone(t *testing.T) {
+	owner := newOwner("owner", "uid-1")
+	f := newFixture(t, owners{{Namespace: "ns", Name: "owner"}: owner}, childHandler("h"))
+	kept := newChild("1", "a", owner)
+	kept.Name = "kept"
+	f.w.Observe(cause.ChildExisting, nil, newChild("1", "a", owner))
+	f.w.Observe(cause.ChildChanged, newChild("1", "a", owner), newChild("2", "b", owner))
+	f.w.Observe(cause.ChildCreated, nil, kept)
+	gone := newChild("1", "x", owner)
+	gone.Name = "deleted-before"
+	f.w.Observe(cause.ChildCreated, nil, gone)
+	f.w.Observe(cause.ChildDeleted, gone, nil)
+	if n := f.w.k.Known.Size(); n != 2 {
+		t.Fatalf("%d children known, want 2", n)
+	}
+
+	// The next run: a new Watch on the same memory.
+	next := New(f.w.k)
+	var sent []string
+	next.RecallGone(context.Background(), childReader{{Namespace: "ns", Name: "kept"}: kept}, func(obj client.Object) {
+		sent = append(sent, obj.GetName())
+	})
+	if diff := cmp.Diff([]string{"child"}, sent); diff != "" {
+		t.Errorf("recalled (-want +got):\n%s", diff)
+	}
+	f.w = next
+	f.reconcile(t)
+	want := []call{{ID: "h", Reason: cause.ChildDeleted, Owner: "owner", Field: "b", Old: "b"}}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if n := next.k.Known.Size(); n != 1 {
+		t.Errorf("%d children known after the recall, want 1 (kept)", n)
+	}
+}

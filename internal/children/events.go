@@ -41,7 +41,10 @@ func (e events) Delete(_ context.Context, ev event.TypedDeleteEvent[client.Objec
 	e.observe(q, cause.ChildDeleted, ev.Object, nil)
 }
 
-func (events) Generic(context.Context, event.TypedGenericEvent[client.Object], queue) {}
+// Generic queues a child whose event RecallGone has observed already.
+func (events) Generic(_ context.Context, ev event.TypedGenericEvent[client.Object], q queue) {
+	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ev.Object.GetNamespace(), Name: ev.Object.GetName()}})
+}
 
 func (e events) observe(q queue, reason cause.ChildReason, old, new client.Object) {
 	obj := new

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kopf-go/kopf/internal/children"
@@ -122,29 +124,60 @@ func (e *engine) childrenCache(namespaces []string, owned []ownedChildren) (cach
 
 // childController makes the controller of one owner kind's children of
 // one kind for a run: children from the children's cache, owners from
-// the run's.
-func (e *engine) childController(o ownedChildren, owners, childCache cache.Cache) (controller.Controller, error) {
+// the run's. recall, once the children's cache has synced, tells the
+// deletions that the run's listing cannot (children deleted while the
+// operator was frozen or paused).
+func (e *engine) childController(o ownedChildren, owners, childCache cache.Cache) (ctrl controller.Controller, recall func(context.Context), err error) {
 	r := o.owner
+	known := r.knownChildren(o.kind)
 	name := controllerName(r.objects.GVK) + "-children-" + strings.TrimPrefix(controllerName(o.gvk), "kopf-")
 	mapping, err := e.mapper.RESTMapping(r.objects.GVK.GroupKind(), r.objects.GVK.Version)
 	if err != nil {
-		return nil, fmt.Errorf("find the scope of %s: %w", r.objects.GVK.Kind, err)
+		return nil, nil, fmt.Errorf("find the scope of %s: %w", r.objects.GVK.Kind, err)
 	}
 	watch := children.New(children.Kind{Owner: r.objects, Owners: owners,
 		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
 		Child:      o.kind, ChildGVK: o.gvk, Memories: r.memories, Indices: r.settings.Indices, Clock: r.settings.Clock,
 		Defaults: r.settings.defaults(), Context: r.handlerContext, Label: r.kindLabel,
-		Log: e.mgr.GetLogger().WithValues("controller", name)})
+		Log: e.mgr.GetLogger().WithValues("controller", name), Known: known})
 	opts := controller.Options{Reconciler: watch, MaxConcurrentReconciles: r.settings.MaxConcurrentReconciles, Logger: e.mgr.GetLogger()}
 	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
 	opts.SkipNameValidation = ptr.To(true)
 	opts.RecoverPanic = ptr.To(true)
-	ctrl, err := controller.NewUnmanaged(name, opts)
-	if err != nil {
-		return nil, fmt.Errorf("create the controller of the children %s of %s: %w", o.gvk.Kind, r.objects.GVK.Kind, err)
+	if ctrl, err = controller.NewUnmanaged(name, opts); err != nil {
+		return nil, nil, fmt.Errorf("create the controller of the children %s of %s: %w", o.gvk.Kind, r.objects.GVK.Kind, err)
 	}
 	if err := ctrl.Watch(source.Kind[client.Object](childCache, o.newChild(), watch.Events())); err != nil {
-		return nil, fmt.Errorf("watch the children %s of %s: %w", o.gvk.Kind, r.objects.GVK.Kind, err)
+		return nil, nil, fmt.Errorf("watch the children %s of %s: %w", o.gvk.Kind, r.objects.GVK.Kind, err)
 	}
-	return ctrl, nil
+	recalled := make(chan event.GenericEvent, enqueueBuffer)
+	if err := ctrl.Watch(source.Channel(recalled, watch.Events())); err != nil {
+		return nil, nil, fmt.Errorf("watch the recalled children %s of %s: %w", o.gvk.Kind, r.objects.GVK.Kind, err)
+	}
+	recall = func(ctx context.Context) {
+		if !childCache.WaitForCacheSync(ctx) {
+			return
+		}
+		watch.RecallGone(ctx, childCache, func(obj client.Object) {
+			select {
+			case recalled <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+			}
+		})
+	}
+	return ctrl, recall, nil
+}
+
+// knownChildren is the kind's memory of its children of that kind, kept
+// from run to run.
+func (r *kindState) knownChildren(ck *registry.ChildKind) *children.Known {
+	r.childrenMu.Lock()
+	defer r.childrenMu.Unlock()
+	if r.children == nil {
+		r.children = map[*registry.ChildKind]*children.Known{}
+	}
+	if r.children[ck] == nil {
+		r.children[ck] = children.NewKnown()
+	}
+	return r.children[ck]
 }

@@ -229,16 +229,18 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 		return err
 	}
 	var childCache cache.Cache
+	var recalls []func(context.Context)
 	if owned := e.ownedChildren(kinds); len(owned) > 0 {
 		if childCache, err = e.childrenCache(namespaces, owned); err != nil {
 			return fmt.Errorf("create the children's cache: %w", err)
 		}
 		for _, o := range owned {
-			ctrl, err := e.childController(o, c, childCache)
+			ctrl, recall, err := e.childController(o, c, childCache)
 			if err != nil {
 				return err
 			}
 			ctrls = append(ctrls, ctrl)
+			recalls = append(recalls, recall)
 		}
 	}
 
@@ -269,6 +271,12 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 			e.recallGone(ctx, c, kinds)
 			return nil
 		})
+		for _, recall := range recalls {
+			start(func(ctx context.Context) error {
+				recall(ctx)
+				return nil
+			})
+		}
 		start(func(ctx context.Context) error { return e.own.Watch(ctx, e.shares) })
 	}
 	wg.Wait()

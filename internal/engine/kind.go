@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/kopf-go/kopf/internal/children"
 	"github.com/kopf-go/kopf/internal/clients"
 	"github.com/kopf-go/kopf/internal/cycle"
 	"github.com/kopf-go/kopf/internal/daemons"
@@ -16,6 +18,7 @@ import (
 	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/posting"
+	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/tracing"
 	"github.com/kopf-go/kopf/internal/write"
 )
@@ -48,6 +51,10 @@ type kindState struct {
 	host     *kindHost
 	// cycles reconcile the kind's objects.
 	cycles *cycle.Reconciler
+	// children remember the kind's children seen, per child kind, from
+	// run to run (children.go).
+	childrenMu sync.Mutex
+	children   map[*registry.ChildKind]*children.Known
 }
 
 // newKindState makes one kind's state: its writer, its daemons' host and

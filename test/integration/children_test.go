@@ -281,3 +281,44 @@ func mergePatchChild(t *testing.T, ns, name, patch string) {
 		t.Fatalf("patch the child %s: %v", name, err)
 	}
 }
+
+// A child deleted while the operator is frozen brings no event, and the
+// listing after the freeze lacks it: the operator still tells its
+// deletion then, and the child is put back; the watch of children closes
+// with the freeze, and lists the children there as existing after it.
+func TestChildDeletedWhileFrozenIsPutBack(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	createPeering(t, ns, "default")
+	reg, kind := kex()
+	handlers.OnCreate(kind, "create_fn", func(ctx context.Context, obj *unstructured.Unstructured, c *cause.Change) (any, error) {
+		return nil, keepChild(ctx, obj)
+	})
+	var got childCalls
+	handlers.OnChild(handlers.Children[*corev1.ConfigMap](kind), "restore", func(ctx context.Context, obj *unstructured.Unstructured, child *corev1.ConfigMap, c *cause.Child) error {
+		got.add(c.HandlerID, obj, child, c)
+		return putBack(ctx, obj, child, c.Reason)
+	})
+	op := env.StartOperator(t, ns, reg, handlers.Options{Identity: "go-operator"})
+	create(t, exampleObject(t, ns))
+	eventually(t, "the child is made and heard of", func() bool {
+		return got.count("restore", cause.ChildCreated, "kopf-example-1-child") == 1
+	})
+	first, _ := getChild(t, ns, "kopf-example-1-child")
+
+	setPeer(t, ns, "default", "python-operator", kopfRecord(100, 60))
+	eventually(t, "the operator freezes", func() bool {
+		return len(op.Logs.Messages("Pausing operations in favour of [<Peer python-operator")) == 1
+	})
+	if err := env.Client.Delete(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	if got.count("restore", cause.ChildDeleted, "kopf-example-1-child") != 0 {
+		t.Fatal("the frozen operator heard of a child's deletion")
+	}
+	setPeer(t, ns, "default", "python-operator", nil)
+	eventually(t, "the resumed operator puts the child back", func() bool {
+		cm, ok := getChild(t, ns, "kopf-example-1-child")
+		return ok && cm.UID != first.UID && got.count("restore", cause.ChildDeleted, "kopf-example-1-child") == 1
+	})
+}
