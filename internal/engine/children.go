@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kopf-go/kopf/internal/children"
+	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/pkg/hierarchies"
 )
@@ -61,11 +61,7 @@ type ownedChildren struct {
 
 // newChild is an empty child of the kind, its GVK set if unstructured.
 func (o ownedChildren) newChild() client.Object {
-	obj := o.kind.NewObject().(client.Object)
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetGroupVersionKind(o.gvk)
-	}
-	return obj
+	return objects.Kind{Registered: &registry.Kind{NewObject: o.kind.NewObject}, GVK: o.gvk}.New()
 }
 
 // ownedChildren are the run's kinds' children whose resources are served;

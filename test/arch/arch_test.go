@@ -51,7 +51,8 @@ var layers = [][]string{
 	{"internal/ring/share", "internal/namespaces"},
 	// One object's cycle, and the tests' example kind of whole cycles.
 	{"internal/cycle", "internal/cycle/cycletest"},
-	{"internal/lowlevel"},
+	// The raw events of a kind; the child handlers' watch of its children.
+	{"internal/lowlevel", "internal/children"},
 	{"internal/engine"},
 	{"handlers"},
 	// The test toolkits run registries and build handlers' causes, so they
@@ -71,7 +72,7 @@ var pure = []string{
 
 // controllerRuntimeAllowed are the only packages that may import
 // controller-runtime.
-var controllerRuntimeAllowed = []string{"internal/engine", "internal/cycle", "internal/cycle/cycletest", "internal/lowlevel", "internal/ownership", "internal/clients", "internal/objects",
+var controllerRuntimeAllowed = []string{"internal/engine", "internal/cycle", "internal/cycle/cycletest", "internal/lowlevel", "internal/children", "internal/ownership", "internal/clients", "internal/objects",
 	"internal/write", "internal/write/writetest", "internal/resources", "internal/activities", "internal/namespaces", "internal/runner", "internal/relogin", "internal/posting", "internal/admission", "internal/admission/managed",
 	"internal/ring", "internal/ring/share", "internal/metrics", "handlers", "pkg/kopftest", "pkg/handlertest"}
 
