@@ -9,7 +9,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/conversion"
@@ -23,12 +25,12 @@ import (
 // webhooks, and with opts.Managed keeps the CRDs' spec.conversion
 // pointing there (docs/conversion.md). Without converters it does
 // nothing.
-func setupConversion(mgr manager.Manager, convs *conversion.Registry, opts WebhookOptions, path string) error {
+func setupConversion(mgr manager.Manager, convs *conversion.Registry, opts WebhookOptions, path string, served *conversion.Served) error {
 	if convs == nil {
 		return nil
 	}
 	log := mgr.GetLogger().WithName("conversion")
-	if err := register(mgr.GetWebhookServer().Register, path+ConversionPath, &conversion.Server{Registry: convs, Logger: log}); err != nil {
+	if err := register(mgr.GetWebhookServer().Register, path+ConversionPath, &conversion.Server{Registry: convs, Logger: log, Served: served}); err != nil {
 		return err
 	}
 	if opts.Managed == "" {
@@ -60,6 +62,30 @@ func setupConversion(mgr manager.Manager, convs *conversion.Registry, opts Webho
 		Identity:     peering.Identity(false, time.Now()),
 		Logger:       log,
 	})
+}
+
+// conversionGate holds the engine's first watch of each kind whose
+// conversion is managed until the API server converts it through the
+// webhook (docs/conversion.md, "First start"); nil when nothing is
+// managed. served counts the reviews that the webhook serves.
+func conversionGate(mgr manager.Manager, convs *conversion.Registry, opts WebhookOptions, served *conversion.Served) (*conversionmanaged.Gate, error) {
+	if convs == nil || opts.Managed == "" {
+		return nil, nil
+	}
+	crds, err := apiextensionsclient.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("create a client of the CRDs: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("create a client of the converted kinds: %w", err)
+	}
+	kinds := make([]schema.GroupKind, 0, len(convs.Kinds))
+	for _, k := range convs.Kinds {
+		kinds = append(kinds, k.GroupKind)
+	}
+	return &conversionmanaged.Gate{CRDs: crds, Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Served: served, Kinds: kinds,
+		Clock: clock.RealClock{}, Logger: mgr.GetLogger().WithName("conversion")}, nil
 }
 
 // conversionClientConfig is the client config of the webhook server's

@@ -210,14 +210,23 @@ func setup(mgr manager.Manager, reg *Registry, opts Options, s engine.Settings) 
 	if err != nil {
 		return nil, err
 	}
+	var served *conversion.Served
 	if convs != nil {
 		s.DiffBase = conversion.NewDiffBase(s.DiffBase, convs)
+		served = &conversion.Served{}
+		gate, err := conversionGate(mgr, convs, opts.Webhooks, served)
+		if err != nil {
+			return nil, err
+		}
+		if gate != nil {
+			s.WatchGate = gate.Wait
+		}
 	}
 	installed, err := engine.Setup(mgr, &reg.reg, s)
 	if err != nil {
 		return nil, err
 	}
-	return installed, setupWebhooks(mgr, reg, opts.Webhooks, s.Tracer)
+	return installed, setupWebhooks(mgr, reg, opts.Webhooks, s.Tracer, served)
 }
 
 // NoConsistencyWait, as Options.ConsistencyTimeout, lets change handlers

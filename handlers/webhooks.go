@@ -16,6 +16,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/admission/managed"
+	"github.com/kopf-go/kopf/internal/conversion"
 	"github.com/kopf-go/kopf/internal/engine"
 	"github.com/kopf-go/kopf/internal/metrics"
 	"github.com/kopf-go/kopf/internal/peering"
@@ -80,12 +81,13 @@ func SetupWebhooksWithManager(mgr manager.Manager, reg *Registry, opts WebhookOp
 	if err := reg.checkResources(mgr.GetScheme()); err != nil {
 		return err
 	}
-	return setupWebhooks(mgr, reg, opts, tracing.Tracer{})
+	return setupWebhooks(mgr, reg, opts, tracing.Tracer{}, nil)
 }
 
 // setupWebhooks is SetupWebhooksWithManager for a registry whose resources
-// are checked already; the reviews have spans of the tracer.
-func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions, tracer tracing.Tracer) error {
+// are checked already; the reviews have spans of the tracer, and the
+// conversion reviews are counted in converted (nil: not counted).
+func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions, tracer tracing.Tracer, converted *conversion.Served) error {
 	served, err := reg.servedWebhooks(mgr.GetScheme(), opts)
 	if err != nil {
 		return err
@@ -110,7 +112,7 @@ func setupWebhooks(mgr manager.Manager, reg *Registry, opts WebhookOptions, trac
 	}
 	path := strings.TrimRight(opts.Path, "/")
 	opts.ClientConfig = dev.ClientConfig(opts.ClientConfig)
-	if err := setupConversion(mgr, convs, opts, path); err != nil {
+	if err := setupConversion(mgr, convs, opts, path, converted); err != nil {
 		return err
 	}
 	if len(served.Kinds) == 0 {

@@ -64,10 +64,9 @@ func Review(ctx context.Context, reg *Registry, log logr.Logger, req *requestIn)
 		if body == nil {
 			return fail(fmt.Errorf("object %d of the review is empty", i))
 		}
-		gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
-		gk := schema.GroupKind{Group: gv.Group, Kind: obj.GetKind()}
-		if gv.Group != desired.Group {
-			return fail(fmt.Errorf("object %d of the review is of group %q, the desired apiVersion %s of another", i, gv.Group, req.DesiredAPIVersion))
+		gk := groupKindOf(body)
+		if gk.Group != desired.Group {
+			return fail(fmt.Errorf("object %d of the review is of group %q, the desired apiVersion %s of another", i, gk.Group, req.DesiredAPIVersion))
 		}
 		k := reg.Kind(gk)
 		if k == nil {
@@ -83,6 +82,13 @@ func Review(ctx context.Context, reg *Registry, log logr.Logger, req *requestIn)
 	}
 	resp.Result = metav1.Status{Status: metav1.StatusSuccess}
 	return resp
+}
+
+// groupKindOf is the kind of an object of a review.
+func groupKindOf(body map[string]any) schema.GroupKind {
+	obj := &unstructured.Unstructured{Object: body}
+	gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
+	return schema.GroupKind{Group: gv.Group, Kind: obj.GetKind()}
 }
 
 // logFailure logs a failed conversion, a panic with its stack.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -35,6 +36,8 @@ type Server struct {
 	Logger   logr.Logger
 	// MaxBytes bounds a review's body: DefaultMaxReviewBytes if zero.
 	MaxBytes int64
+	// Served, if set, counts the reviews that converted objects, by kind.
+	Served *Served
 
 	// bodyTimeout replaces the package's, for tests.
 	bodyTimeout time.Duration
@@ -58,6 +61,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	resp := Review(req.Context(), s.Registry, s.Logger, review.Request)
+	if resp.Result.Status == metav1.StatusSuccess && len(review.Request.Objects) > 0 {
+		s.Served.add(groupKindOf(review.Request.Objects[0]))
+	}
 	body, err := encode(review.TypeMeta, resp)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("encode the conversion review: %v", err), http.StatusInternalServerError)

@@ -213,6 +213,14 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 		<-ctx.Done()
 		return nil
 	}
+	if gate := e.settings.WatchGate; gate != nil {
+		for _, r := range kinds {
+			gate(ctx, r.objects.GVK)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
 	c, err := e.cacheOf(namespaces, kinds)
 	if err != nil {
 		return fmt.Errorf("create the cache: %w", err)

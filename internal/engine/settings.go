@@ -2,11 +2,13 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,6 +86,11 @@ type Settings struct {
 	// Tracer starts the spans of cycles, handlers and their API requests
 	// (docs/tracing.md); the zero Tracer: none.
 	Tracer tracing.Tracer
+	// WatchGate, if set, is waited for before a kind is watched: it
+	// returns once the kind may be watched (the API server converts it
+	// through the operator's webhook: docs/conversion.md, "First
+	// start"), or when ctx is done.
+	WatchGate func(ctx context.Context, gvk schema.GroupVersionKind)
 
 	// resolved: Resolved has filled the defaults.
 	resolved bool
