@@ -72,12 +72,15 @@ func (g *Gate) Wait(ctx context.Context, gvk schema.GroupVersionKind) {
 			g.passed.Store(gk, true)
 			return
 		}
-		if !waiting {
-			g.Logger.Info("Waiting for the API server to convert the kind through the webhook before watching it.", "kind", gk.String(), "why", why)
-			waiting = true
-		}
+		kv := []any{"kind", gk.String(), "why", why}
 		if err != nil {
-			g.Logger.V(1).Info("The conversion's state cannot be read; trying again.", "kind", gk.String(), "error", err.Error())
+			kv = append(kv, "error", err.Error())
+		}
+		if !waiting {
+			g.Logger.Info("Waiting for the API server to convert the kind through the webhook before watching it.", kv...)
+			waiting = true
+		} else {
+			g.Logger.V(1).Info("Still waiting for the API server to convert the kind through the webhook.", kv...)
 		}
 		select {
 		case <-ctx.Done():
