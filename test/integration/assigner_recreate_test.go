@@ -118,7 +118,9 @@ func TestAssignerPlacesARecreatedObjectAnew(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(second), now); err != nil {
 			t.Fatal(err)
 		}
-		return now.Labels[keys.Owner] == m1.Name()
+		// The patch is recorded once its answer is back, which may be
+		// after the label shows.
+		return now.Labels[keys.Owner] == m1.Name() && len(held.all()) >= 2
 	})
 	sent := held.all()
 	if len(sent) < 2 {
