@@ -24,7 +24,8 @@ func (s *Served) Count(gk schema.GroupKind) uint64 {
 	return s.counts[gk]
 }
 
-func (s *Served) add(gk schema.GroupKind) {
+// Add counts a review that converted objects of the kind.
+func (s *Served) Add(gk schema.GroupKind) {
 	if s == nil {
 		return
 	}
@@ -35,3 +36,4 @@ func (s *Served) add(gk schema.GroupKind) {
 	}
 	s.counts[gk]++
 }
+

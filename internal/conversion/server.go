@@ -62,7 +62,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	resp := Review(req.Context(), s.Registry, s.Logger, review.Request)
 	if resp.Result.Status == metav1.StatusSuccess && len(review.Request.Objects) > 0 {
-		s.Served.add(groupKindOf(review.Request.Objects[0]))
+		s.Served.Add(groupKindOf(review.Request.Objects[0]))
 	}
 	body, err := encode(review.TypeMeta, resp)
 	if err != nil {

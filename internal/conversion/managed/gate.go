@@ -18,10 +18,9 @@ import (
 	"github.com/kopf-go/kopf/internal/conversion"
 )
 
-// DefaultSettle is how long after the last write of a CRD whose kind has
-// no objects the API server is taken to convert through the webhook: it
-// takes up a CRD's change within a moment, and with no object to list
-// there is nothing that could show it has.
+// DefaultSettle is how long after the last write of a CRD the API server
+// is taken to convert through the webhook: it takes a CRD's change up
+// within a moment.
 const DefaultSettle = 2 * time.Second
 
 // gatePoll is how often the gate looks again.
@@ -33,11 +32,12 @@ const gatePoll = 250 * time.Millisecond
 // serving objects converted without it (strategy None prunes the other
 // version's fields), and the handlers would see those as the objects.
 //
-// The conversion is in effect when the CRD's strategy is Webhook and a
-// list of one object at a version other than the stored one went through
-// this operator's webhook (Served counts it); with no object to list,
-// once DefaultSettle has passed since the CRD's last write. A kind is
-// waited for once per process.
+// The conversion is in effect when the CRD's strategy is Webhook and
+// DefaultSettle has passed since the CRD's last write (the API server
+// takes a CRD's change up within a moment), or, sooner, once a list of
+// one object at a version other than the stored one went through this
+// operator's webhook (Served counts it). A kind is waited for once per
+// process; a conversion in place for longer is not waited for at all.
 type Gate struct {
 	CRDs    apiextensionsclient.Interface
 	Dynamic dynamic.Interface
@@ -117,25 +117,26 @@ func (g *Gate) inEffect(ctx context.Context, gvk schema.GroupVersionKind) (bool,
 	if other == "" {
 		return true, "", nil // one version: nothing is converted
 	}
+	settle := g.Settle
+	if settle == 0 {
+		settle = DefaultSettle
+	}
+	if g.Clock.Since(lastWrite(crd)) >= settle {
+		return true, "", nil
+	}
+	// Written a moment ago: a list that went through this webhook shows
+	// that the API server has taken the conversion up. (A list need not
+	// call it: the API server serves lists from a cache per version,
+	// filled when objects are written or the cache is built anew.)
 	before := g.Served.Count(gvk.GroupKind())
 	list, err := g.Dynamic.Resource(mapping.Resource.GroupResource().WithVersion(other)).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return false, fmt.Sprintf("a list in %s failed", other), err
 	}
-	if len(list.Items) > 0 {
-		if g.Served.Count(gvk.GroupKind()) > before {
-			return true, "", nil
-		}
-		return false, fmt.Sprintf("a list in %s was converted without the webhook", other), nil
+	if len(list.Items) > 0 && g.Served.Count(gvk.GroupKind()) > before {
+		return true, "", nil
 	}
-	settle := g.Settle
-	if settle == 0 {
-		settle = DefaultSettle
-	}
-	if since := g.Clock.Since(lastWrite(crd)); since < settle {
-		return false, "the CRD was written a moment ago, and has no objects to tell by", nil
-	}
-	return true, "", nil
+	return false, "the CRD's conversion was written a moment ago", nil
 }
 
 // otherVersion is a served version of the CRD that is not the stored
