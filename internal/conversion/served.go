@@ -36,4 +36,3 @@ func (s *Served) Add(gk schema.GroupKind) {
 	}
 	s.counts[gk]++
 }
-
