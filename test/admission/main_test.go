@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	}
 	env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{testenv.ExampleCRD()},
+		CRDDirectoryPaths:     []string{testenv.ExampleCRD(), testenv.ConversionCRD()},
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{},
 	}

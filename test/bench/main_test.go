@@ -69,7 +69,7 @@ func makeFixtures() error {
 	if err := testenv.Build(fixtures.operator, "./test/bench/operator"); err != nil {
 		return err
 	}
-	if fixtures.env, err = testenv.Start(testenv.ExampleCRD()); err != nil {
+	if fixtures.env, err = testenv.Start(testenv.ExampleCRD(), testenv.ConversionCRD()); err != nil {
 		return err
 	}
 	if fixtures.kubeconfig, err = fixtures.env.KubeconfigFile(tmp); err != nil {

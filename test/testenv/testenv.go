@@ -54,6 +54,12 @@ func PeeringCRDs() []string {
 // ExampleCRD is the path of the KopfExample CRD.
 func ExampleCRD() string { return filepath.Join(Root(), "examples", "crd.yaml") }
 
+// ConversionCRD is the path of examples/19-conversion's CRD
+// (ConversionExample: v1 with spec.field, v2 with spec.value, stored as
+// v2), without a spec.conversion: an operator with its converters and
+// WebhookOptions.Managed writes one.
+func ConversionCRD() string { return filepath.Join(Root(), "examples", "19-conversion", "crd.yaml") }
+
 // FreeAddress returns a local address (127.0.0.1:port) whose port is free
 // now, for a server of the test's to listen on.
 func FreeAddress(t testing.TB) string {
