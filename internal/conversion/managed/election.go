@@ -87,10 +87,10 @@ func (c *Conversions) campaign(ctx context.Context) error {
 	}
 }
 
-// informers watch the CRDs with converters (by name: the RBAC may grant
-// only them) and signal every change on changed, without blocking.
-func (c *Conversions) informers(changed chan<- struct{}) []toolscache.SharedIndexInformer {
-	names, _ := c.crdNames()
+// informers watch the named CRDs (by name: the RBAC may grant only the
+// CRDs with converters) and signal every change on changed, without
+// blocking.
+func (c *Conversions) informers(names []string, changed chan<- struct{}) []toolscache.SharedIndexInformer {
 	api := c.CRDs.ApiextensionsV1().CustomResourceDefinitions()
 	signal := func() {
 		select {

@@ -147,11 +147,22 @@ func (c *Conversions) write(ctx context.Context) error {
 	defer watching.Wait()
 	defer cancel()
 	changed := make(chan struct{}, 1)
-	for _, inf := range c.informers(changed) {
-		watching.Go(func() { inf.RunWithContext(ctx) })
-	}
+	watched := map[string]bool{}
 	for {
-		complete, err := c.sync(ctx)
+		names, complete := c.crdNames()
+		// A kind served only later (its CRD installed after the start)
+		// is watched from then on, or its drift would go unseen.
+		var fresh []string
+		for _, name := range names {
+			if !watched[name] {
+				watched[name] = true
+				fresh = append(fresh, name)
+			}
+		}
+		for _, inf := range c.informers(fresh, changed) {
+			watching.Go(func() { inf.RunWithContext(ctx) })
+		}
+		complete, err := c.sync(ctx, names, complete)
 		switch {
 		case err != nil && fatal(err):
 			return fmt.Errorf("configure the conversion of the CRDs %v: %w", c.kindNames(), err)
@@ -199,9 +210,9 @@ func (c *Conversions) crdNames() (names []string, complete bool) {
 	return names, complete
 }
 
-// sync brings every known CRD's conversion in line.
-func (c *Conversions) sync(ctx context.Context) (bool, error) {
-	names, complete := c.crdNames()
+// sync brings the conversions of the CRDs named in line; complete stays
+// false if it was.
+func (c *Conversions) sync(ctx context.Context, names []string, complete bool) (bool, error) {
 	var errs []error
 	for _, name := range names {
 		ok, err := c.syncOne(ctx, name)
