@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/await"
@@ -113,51 +110,17 @@ func registry(seen *dryRuns) *handlers.Registry {
 // there; the returned function stops it.
 func startOperator(t *testing.T, reg *handlers.Registry, metricsAt string) func() {
 	t.Helper()
-	opts := env.WebhookInstallOptions
 	log := logr.Discard()
 	if testing.Verbose() {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	}
-	mgr, err := manager.New(cfg, manager.Options{
-		Logger:  log,
-		Metrics: metricsserver.Options{BindAddress: metricsAt},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
-		}),
-	})
+	mgr, clientConfig := testenv.WebhookManager(t, cfg, env.WebhookInstallOptions,
+		manager.Options{Logger: log, Metrics: metricsserver.Options{BindAddress: metricsAt}})
+	err := handlers.SetupWebhooksWithManager(mgr, reg, handlers.WebhookOptions{Path: "/kopf", Managed: managed, ClientConfig: clientConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "https://" + net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))
-	err = handlers.SetupWebhooksWithManager(mgr, reg, handlers.WebhookOptions{
-		Path:    "/kopf",
-		Managed: managed,
-		ClientConfig: admissionregistrationv1.WebhookClientConfig{
-			URL: &url, CABundle: opts.LocalServingCAData,
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("the operator failed: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("the operator did not stop within 30 s")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testenv.RunManager(t, mgr)
 }
 
 func kex(namespace, name string, labels map[string]string, spec map[string]any) *unstructured.Unstructured {

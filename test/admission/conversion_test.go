@@ -5,23 +5,20 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/pkg/cause"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 // conversionCRD is examples/19-conversion's CRD, which TestMain installs
@@ -67,44 +64,15 @@ func conversionRegistry(counts *conversionCounts) *handlers.Registry {
 // managed; the returned function stops it and waits until it has.
 func startConversionOperator(t *testing.T, ns string, reg *handlers.Registry) func() {
 	t.Helper()
-	opts := env.WebhookInstallOptions
-	mgr, err := manager.New(cfg, manager.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "https://" + net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))
-	err = handlers.SetupWithManager(mgr, reg, handlers.Options{
+	mgr, clientConfig := testenv.WebhookManager(t, cfg, env.WebhookInstallOptions, manager.Options{})
+	err := handlers.SetupWithManager(mgr, reg, handlers.Options{
 		Namespaces: []string{ns}, Standalone: true,
-		Webhooks: handlers.WebhookOptions{Path: "/kopf", Managed: managed,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: opts.LocalServingCAData}},
+		Webhooks: handlers.WebhookOptions{Path: "/kopf", Managed: managed, ClientConfig: clientConfig},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("the operator failed: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("the operator did not stop within 30 s")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testenv.RunManager(t, mgr)
 }
 
 // conversionExample is a ConversionExample in a version, without a spec.

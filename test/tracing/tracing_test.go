@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,14 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/pkg/admission"
 	"github.com/kopf-go/kopf/pkg/cause"
 	"github.com/kopf-go/kopf/pkg/kopftest"
+	"github.com/kopf-go/kopf/test/testenv"
 )
 
 const managed = "tracing.kopf.dev"
@@ -82,40 +79,19 @@ func startOperator(t *testing.T, ns string, reg *handlers.Registry) (*tracetest.
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	wopts := env.WebhookInstallOptions
-	mgr, err := manager.New(cfg, manager.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "https://" + net.JoinHostPort(wopts.LocalServingHost, strconv.Itoa(wopts.LocalServingPort))
-	err = handlers.SetupWithManager(mgr, reg, handlers.Options{
+	mgr, clientConfig := testenv.WebhookManager(t, cfg, env.WebhookInstallOptions, manager.Options{})
+	err := handlers.SetupWithManager(mgr, reg, handlers.Options{
 		Namespaces: []string{ns}, TracerProvider: tp,
-		Webhooks: handlers.WebhookOptions{Path: "/kopf", Managed: managed,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: wopts.LocalServingCAData}},
+		Webhooks: handlers.WebhookOptions{Path: "/kopf", Managed: managed, ClientConfig: clientConfig},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	stopManager := testenv.RunManager(t, mgr)
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("the operator failed: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("the operator did not stop within 30 s")
-			}
+			stopManager()
 			_ = tp.Shutdown(context.Background())
 		})
 	}
