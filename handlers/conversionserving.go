@@ -8,7 +8,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -44,14 +43,10 @@ func setupConversion(mgr manager.Manager, convs *conversion.Registry, opts Webho
 	if err != nil {
 		return fmt.Errorf("create a client: %w", err)
 	}
-	kinds := make([]schema.GroupKind, 0, len(convs.Kinds))
-	for _, k := range convs.Kinds {
-		kinds = append(kinds, k.GroupKind)
-	}
 	started := mgr.GetWebhookServer().StartedChecker()
 	return mgr.Add(&conversionmanaged.Conversions{
 		Name:         opts.Managed,
-		Kinds:        kinds,
+		Kinds:        convs.GroupKinds(),
 		ClientConfig: conversionClientConfig(opts.ClientConfig, path),
 		Annotations:  opts.Annotations,
 		CRDs:         crds,
@@ -80,11 +75,7 @@ func conversionGate(mgr manager.Manager, convs *conversion.Registry, opts Webhoo
 	if err != nil {
 		return nil, fmt.Errorf("create a client of the converted kinds: %w", err)
 	}
-	kinds := make([]schema.GroupKind, 0, len(convs.Kinds))
-	for _, k := range convs.Kinds {
-		kinds = append(kinds, k.GroupKind)
-	}
-	return &conversionmanaged.Gate{CRDs: crds, Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Served: served, Kinds: kinds,
+	return &conversionmanaged.Gate{CRDs: crds, Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Served: served, Kinds: convs.GroupKinds(),
 		Clock: clock.RealClock{}, Logger: mgr.GetLogger().WithName("conversion")}, nil
 }
 

@@ -12,8 +12,6 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -209,25 +207,6 @@ func sameButVersion(a, b client.Object) bool {
 	return len(diff.Compute(ua, ub)) == 0
 }
 
-// toMap is the child without its resourceVersion, as a JSON-like map.
-func toMap(obj client.Object) (map[string]any, error) {
-	var body map[string]any
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		body = u.DeepCopy().Object
-	} else {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			return nil, err
-		}
-		body = m
-	}
-	if meta, ok := body["metadata"].(map[string]any); ok {
-		delete(meta, "resourceVersion")
-		delete(meta, "managedFields")
-	}
-	return body, nil
-}
-
 // Reconcile runs the handlers of one child for what became of it, and
 // asks to be called again when some are to be retried.
 func (w *Watch) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -365,25 +344,8 @@ func (w *Watch) cause(p *pending) (cause.Child, error) {
 		return c, err
 	}
 	c.Body = body
-	var old, new map[string]any
-	if p.old != nil {
-		if old, err = toMap(p.old); err != nil {
-			return c, err
-		}
-	}
-	if p.new != nil {
-		if new, err = toMap(p.new); err != nil {
-			return c, err
-		}
-	}
-	if old != nil {
-		c.Old = old
-	}
-	if new != nil {
-		c.New = new
-	}
-	c.Diff = diff.Compute(c.Old, c.New)
-	return c, nil
+	c.Old, c.New, c.Diff, err = Change(p.old, p.new)
+	return c, err
 }
 
 // narrow is the cause as one handler sees it: with its id and param, and,
@@ -391,9 +353,7 @@ func (w *Watch) cause(p *pending) (cause.Child, error) {
 func narrow(c cause.Child, h *registry.ChildHandler) cause.Child {
 	c.HandlerID, c.Param = h.ID, h.Param
 	if len(h.Field) > 0 {
-		ch := registry.ChangeHandler{Filters: registry.Filters{Field: h.Field}}
-		narrowed := ch.Narrow(cause.Change{Old: c.Old, New: c.New, Diff: c.Diff})
-		c.Old, c.New, c.Diff = narrowed.Old, narrowed.New, narrowed.Diff
+		c = Narrow(c, h.Field)
 	}
 	return c
 }

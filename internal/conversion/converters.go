@@ -44,6 +44,15 @@ type Registry struct {
 	Kinds []*Kind
 }
 
+// GroupKinds are the kinds that have converters, in registration order.
+func (r *Registry) GroupKinds() []schema.GroupKind {
+	out := make([]schema.GroupKind, 0, len(r.Kinds))
+	for _, k := range r.Kinds {
+		out = append(out, k.GroupKind)
+	}
+	return out
+}
+
 // Kind returns the converters of a group and kind, nil if it has none.
 func (r *Registry) Kind(gk schema.GroupKind) *Kind {
 	if r == nil {

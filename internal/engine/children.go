@@ -11,10 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -39,12 +37,9 @@ func childGVKs(reg *registry.Registry, scheme *runtime.Scheme) (map[*registry.Ch
 	out := map[*registry.ChildKind]schema.GroupVersionKind{}
 	for _, kind := range reg.Kinds {
 		for _, ck := range kind.Children {
-			gvk := ck.GVK
-			if gvk.Empty() {
-				var err error
-				if gvk, err = apiutil.GVKForObject(ck.NewObject(), scheme); err != nil {
-					return nil, fmt.Errorf("find the kind of the children %T: %w", ck.NewObject(), err)
-				}
+			gvk, err := registeredGVK(ck.GVK, ck.NewObject(), scheme)
+			if err != nil {
+				return nil, fmt.Errorf("find the kind of the children %T: %w", ck.NewObject(), err)
 			}
 			out[ck] = gvk
 		}
@@ -109,12 +104,7 @@ func (e *engine) childrenCache(namespaces []string, owned []ownedChildren) (cach
 			opts.ByObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*req)}
 		}
 	}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
+	opts.DefaultNamespaces = namespaceConfigs(namespaces)
 	return cache.New(e.mgr.GetConfig(), opts)
 }
 
@@ -136,11 +126,7 @@ func (e *engine) childController(o ownedChildren, owners, childCache cache.Cache
 		Child:      o.kind, ChildGVK: o.gvk, Memories: r.memories, Indices: r.settings.Indices, Clock: r.settings.Clock,
 		Defaults: r.settings.defaults(), Context: r.handlerContext, Label: r.kindLabel,
 		Log: e.mgr.GetLogger().WithValues("controller", name), Known: known})
-	opts := controller.Options{Reconciler: watch, MaxConcurrentReconciles: r.settings.MaxConcurrentReconciles, Logger: e.mgr.GetLogger()}
-	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
-	opts.SkipNameValidation = ptr.To(true)
-	opts.RecoverPanic = ptr.To(true)
-	if ctrl, err = controller.NewUnmanaged(name, opts); err != nil {
+	if ctrl, err = controller.NewUnmanaged(name, e.controllerOptions(watch, r.settings.MaxConcurrentReconciles)); err != nil {
 		return nil, nil, fmt.Errorf("create the controller of the children %s of %s: %w", o.gvk.Kind, r.objects.GVK.Kind, err)
 	}
 	if err := ctrl.Watch(source.Kind[client.Object](childCache, o.newChild(), watch.Events())); err != nil {

@@ -100,20 +100,7 @@ func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*kindState
 // controller makes a kind's controller for one run: its objects come from
 // the run's cache, and its daemons' requests from the kind's channel.
 func (e *engine) controller(r *kindState, c cache.Cache) (controller.Controller, error) {
-	opts := controller.Options{
-		Reconciler:              r.cycles,
-		MaxConcurrentReconciles: r.settings.MaxConcurrentReconciles,
-		Logger:                  e.mgr.GetLogger(),
-	}
-	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
-	opts.RateLimiter = jitteredRateLimiter(ptr.Deref(opts.UsePriorityQueue, true))
-	// Each run makes the controllers again, under the same names.
-	opts.SkipNameValidation = ptr.To(true)
-	// A panic that the engine's own containment misses ends that
-	// reconcile, not the process, whatever the embedding manager's
-	// setting (controller-runtime's default is the same).
-	opts.RecoverPanic = ptr.To(true)
-	ctrl, err := controller.NewUnmanaged(controllerName(r.objects.GVK), opts)
+	ctrl, err := controller.NewUnmanaged(controllerName(r.objects.GVK), e.controllerOptions(r.cycles, r.settings.MaxConcurrentReconciles))
 	if err != nil {
 		return nil, fmt.Errorf("create the controller for %s: %w", r.objects.GVK.Kind, err)
 	}
@@ -126,6 +113,21 @@ func (e *engine) controller(r *kindState, c cache.Cache) (controller.Controller,
 		return nil, fmt.Errorf("watch the requests of %s daemons: %w", r.objects.GVK.Kind, err)
 	}
 	return ctrl, nil
+}
+
+// controllerOptions are the options of a run's controller: the embedding
+// manager's defaults, with the engine's rate limiter.
+func (e *engine) controllerOptions(r reconcile.Reconciler, workers int) controller.Options {
+	opts := controller.Options{Reconciler: r, MaxConcurrentReconciles: workers, Logger: e.mgr.GetLogger()}
+	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
+	opts.RateLimiter = jitteredRateLimiter(ptr.Deref(opts.UsePriorityQueue, true))
+	// Each run makes the controllers again, under the same names.
+	opts.SkipNameValidation = ptr.To(true)
+	// A panic that the engine's own containment misses ends that
+	// reconcile, not the process, whatever the embedding manager's
+	// setting (controller-runtime's default is the same).
+	opts.RecoverPanic = ptr.To(true)
+	return opts
 }
 
 // jitteredRateLimiter is controller-runtime's default rate limiter of a

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -182,12 +183,9 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 		if kind.Selector != nil {
 			continue // resolved while running
 		}
-		gvk := kind.GVK
-		if gvk.Empty() {
-			gvk, err = apiutil.GVKForObject(kind.NewObject(), mgr.GetScheme())
-			if err != nil {
-				return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
-			}
+		gvk, err := registeredGVK(kind.GVK, kind.NewObject(), mgr.GetScheme())
+		if err != nil {
+			return nil, fmt.Errorf("find the kind of %T: %w", kind.NewObject(), err)
 		}
 		static[kind] = gvk
 	}
@@ -236,14 +234,31 @@ func runCache(mgr manager.Manager, mapper meta.RESTMapper, own ownership.Ownersh
 				opts.ByObject[r.objects.New()] = cache.ByObject{Label: sel}
 			}
 		}
-		if len(namespaces) > 0 {
-			opts.DefaultNamespaces = map[string]cache.Config{}
-			for _, ns := range namespaces {
-				opts.DefaultNamespaces[ns] = cache.Config{}
-			}
-		}
+		opts.DefaultNamespaces = namespaceConfigs(namespaces)
 		return cache.New(mgr.GetConfig(), opts)
 	}
+}
+
+// registeredGVK is a registration's GVK: the one given, or that of its Go type
+// in the scheme (typed kinds).
+func registeredGVK(gvk schema.GroupVersionKind, obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
+	if !gvk.Empty() {
+		return gvk, nil
+	}
+	return apiutil.GVKForObject(obj, scheme)
+}
+
+// namespaceConfigs are a cache's namespaces; nil (the whole cluster) for
+// none.
+func namespaceConfigs(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
 }
 
 func controllerName(gvk schema.GroupVersionKind) string {

@@ -5,8 +5,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/internal/children"
 	"github.com/kopf-go/kopf/pkg/cause"
-	"github.com/kopf-go/kopf/pkg/diff"
 	"github.com/kopf-go/kopf/pkg/fields"
 	"github.com/kopf-go/kopf/pkg/indexing"
 	"github.com/kopf-go/kopf/pkg/memo"
@@ -20,34 +20,19 @@ import (
 // handlers.Field.
 func Child(reason cause.ChildReason, old, child client.Object, field string) *cause.Child {
 	c := &cause.Child{Reason: reason, Body: mustBody(child), Memo: &memo.Memo{}, Indices: &indexing.Indices{}, Started: time.Now()}
+	before, after := old, child
 	switch reason {
 	case cause.ChildDeleted:
-		c.Old = withoutVersion(child)
-	case cause.ChildChanged:
-		if old != nil {
-			c.Old = withoutVersion(old)
-		}
-		c.New = withoutVersion(child)
-	default:
-		c.New = withoutVersion(child)
+		before, after = child, nil
+	case cause.ChildExisting, cause.ChildCreated:
+		before = nil
 	}
-	c.Diff = diff.Compute(c.Old, c.New)
+	var err error
+	if c.Old, c.New, c.Diff, err = children.Change(before, after); err != nil {
+		panic(err) // a test's object that cannot be a map is the test's bug
+	}
 	if field != "" {
-		path := fields.Parse(field)
-		c.Old, _ = fields.Resolve(c.Old, path)
-		c.New, _ = fields.Resolve(c.New, path)
-		c.Diff = c.Diff.Reduce(path)
+		*c = children.Narrow(*c, fields.Parse(field))
 	}
 	return c
-}
-
-// withoutVersion is the object as a map, without its resourceVersion and
-// managedFields, as child handlers see Old and New.
-func withoutVersion(obj client.Object) map[string]any {
-	body := fields.DeepCopy(mustBody(obj)).(map[string]any)
-	if meta, ok := body["metadata"].(map[string]any); ok {
-		delete(meta, "resourceVersion")
-		delete(meta, "managedFields")
-	}
-	return body
 }
