@@ -62,7 +62,7 @@ type replica struct {
 // ownership is what the tables show of one object: its owner (a replica),
 // the replica it is being handed over to, if any, and the replica that
 // ran its create handler.
-type ownership struct{ owner, next, creator string }
+type ownership struct{ owner, granted, creator string }
 
 // demoRun is one run of the demo.
 type demoRun struct {

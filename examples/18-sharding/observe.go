@@ -18,7 +18,7 @@ import (
 	"github.com/kopf-go/kopf/handlers"
 )
 
-// read reads each object's owner, handover and creator, by replica name.
+// read reads each object's owner, grant and creator, by replica name.
 func (d *demoRun) read(ctx context.Context) (map[string]ownership, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("kopf.dev/v1")
@@ -26,15 +26,17 @@ func (d *demoRun) read(ctx context.Context) (map[string]ownership, error) {
 	if err := d.c.List(ctx, list, client.InNamespace(d.ns), client.HasLabels{demoLabel}); err != nil {
 		return nil, fmt.Errorf("list the objects: %w", err)
 	}
-	// The owner label names a member; the handover annotation beside it,
-	// the next one.
+	// The owner label names a member; the grant annotation, the member
+	// that was given the object: the two differ only in the instant of a
+	// move.
 	label := handlers.ShardOwnerLabel(d.ns, demoRing)
+	grant := handlers.ShardGrantAnnotation(d.ns, demoRing)
 	out := map[string]ownership{}
 	for _, obj := range list.Items {
 		message, _, _ := unstructured.NestedString(obj.Object, "status", "create_fn", "message")
 		out[obj.GetName()] = ownership{
 			owner:   d.replicaOf(obj.GetLabels()[label]),
-			next:    d.replicaOf(obj.GetAnnotations()[label+"-next"]),
+			granted: d.replicaOf(obj.GetAnnotations()[grant]),
 			creator: strings.TrimPrefix(message, "created by "),
 		}
 	}
@@ -50,8 +52,8 @@ func (d *demoRun) replicaOf(member string) string {
 	return member
 }
 
-// settle waits until every object is owned by a running replica, with no
-// handover pending and its create handler done, and the owners have
+// settle waits until every object is owned by a running replica, granted
+// to it and its create handler done, and the owners have
 // stayed so for a moment. A joining replica is given a moment to take
 // objects first.
 func (d *demoRun) settle(ctx context.Context, joining string) (map[string]ownership, error) {
@@ -74,13 +76,13 @@ func (d *demoRun) settle(ctx context.Context, joining string) (map[string]owners
 }
 
 // settled reports whether every object is owned by a running replica,
-// with no handover pending, and created.
+// granted to it, and created.
 func (d *demoRun) settled(owners map[string]ownership) bool {
 	if len(owners) != d.objects {
 		return false
 	}
 	for _, o := range owners {
-		if d.running[o.owner] == nil || o.next != "" || o.creator == "" {
+		if d.running[o.owner] == nil || o.granted != o.owner || o.creator == "" {
 			return false
 		}
 	}

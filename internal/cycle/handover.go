@@ -71,15 +71,31 @@ func (r *Reconciler) handOver(ctx context.Context, o Object, t triaged) (reconci
 
 // standBy runs nothing for an object that is in the cache but not this
 // replica's to work on, and stops its daemons and timers if it has any
-// (as for a pause: the object lives on, elsewhere). Nothing is requeued:
-// the change of its labels that makes it this replica's again, or takes
-// it away, brings an event.
-func (r *Reconciler) standBy(o Object, why string) (reconcile.Result, error) {
+// (as for a pause: the object lives on, elsewhere). If its owner label
+// was edited by hand to name this replica, it is put back, so that the
+// object goes where it is granted (a conflict looks again). Nothing else
+// is requeued: the change of its labels that makes it this replica's
+// again, or takes it away, brings an event.
+func (r *Reconciler) standBy(ctx context.Context, o Object, t triaged) (reconcile.Result, error) {
 	if running := r.daemons.StopAndWait(o, daemons.StopOperatorPausing); len(running) > 0 {
-		o.Local.V(1).Info(fmt.Sprintf("This replica does not work on the object (%s); waiting for %s to exit.", why, running))
+		o.Local.V(1).Info(fmt.Sprintf("This replica does not work on the object (%s); waiting for %s to exit.", t.Why, running))
 		return reconcile.Result{RequeueAfter: handoverPolling}, nil
 	}
-	o.Local.V(1).Info(fmt.Sprintf("This replica does not work on the object: %s.", why))
+	o.Local.V(1).Info(fmt.Sprintf("This replica does not work on the object: %s.", t.Why))
+	if !t.PutBack {
+		return reconcile.Result{}, nil
+	}
+	err := r.writer.Acknowledge(ctx, o.Obj, r.own.PutBack(o.Obj))
+	if _, ok := write.AsGone(err); ok {
+		return reconcile.Result{}, nil
+	}
+	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: handoverConflictDelay}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	o.Local.V(1).Info("Put the owner label back to the member the object is granted to.")
 	return reconcile.Result{}, nil
 }
 

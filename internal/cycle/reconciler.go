@@ -288,7 +288,7 @@ func (r *Reconciler) run(ctx context.Context, o Object, now time.Time) (reconcil
 	case stepHandOver:
 		return r.handOver(ctx, o, t)
 	case stepStandBy:
-		return r.standBy(o, t.Why)
+		return r.standBy(ctx, o, t)
 	case stepWaitForCache:
 		// The watch event of the awaited write usually starts the next
 		// cycle before the wait is over.

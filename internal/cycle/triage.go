@@ -44,7 +44,10 @@ type triaged struct {
 	Next       string
 	WriteFirst bool
 	Why        string
-	Wait       time.Duration
+	// PutBack: the stand-by puts the owner label back, once the
+	// object's daemons have exited.
+	PutBack bool
+	Wait    time.Duration
 	// Reason is the cause (stepHandle, stepFree); Initial: resume
 	// handlers join.
 	Reason  causes.Reason
@@ -63,7 +66,7 @@ func triage(f facts) triaged {
 	case f.Claim.Kind == ownership.HandOver:
 		return triaged{Step: stepHandOver, Next: f.Claim.Next, WriteFirst: f.Unwritten}
 	case f.Claim.Kind == ownership.StandBy:
-		return triaged{Step: stepStandBy, Why: f.Claim.Why}
+		return triaged{Step: stepStandBy, Why: f.Claim.Why, PutBack: f.Claim.PutBack}
 	case f.CacheWait > 0:
 		return triaged{Step: stepWaitForCache, Wait: f.CacheWait}
 	case f.Unwritten:

@@ -174,6 +174,31 @@ func (e *engine) recallGone(ctx context.Context, c cache.Cache, kinds []*kindSta
 	}
 }
 
+// recheck asks for a reconcile of every remembered object that stray
+// tells: a ring's members changed, and those objects may have to be
+// handed over (docs/sharding.md, "The ring's epoch"). The objects are
+// the member's share, in memory; nothing is read from the API server.
+func (e *engine) recheck(ctx context.Context, kinds []*kindState, stray func(namespace, name string) bool) {
+	for _, r := range kinds {
+		if !r.reconciles() {
+			continue
+		}
+		for _, key := range r.memories.Keys() {
+			if !stray(key.Namespace, key.Name) {
+				continue
+			}
+			obj := r.objects.New()
+			obj.SetNamespace(key.Namespace)
+			obj.SetName(key.Name)
+			select {
+			case r.events <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
 func collect(errs <-chan error) []error {
 	var out []error
 	for err := range errs {

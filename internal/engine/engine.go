@@ -285,7 +285,9 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 				return nil
 			})
 		}
-		start(func(ctx context.Context) error { return e.own.Watch(ctx, e.shares) })
+		start(func(ctx context.Context) error {
+			return e.own.Watch(ctx, e.shares, func(stray func(namespace, name string) bool) { e.recheck(ctx, kinds, stray) })
+		})
 	}
 	wg.Wait()
 	close(errs)

@@ -38,6 +38,10 @@ type Ownership interface {
 	// LetGo is the write that hands obj over to next, and settle, to be
 	// called after that write, whether it was written.
 	LetGo(obj client.Object, next string) (ack map[string]any, settle func(written bool))
+	// PutBack is the write that puts back an owner label edited by hand
+	// (a Claim with PutBack), so that the object leaves this replica's
+	// cache for the replica it is granted to.
+	PutBack(obj client.Object) map[string]any
 	// FoundAtStart says whether an object that entered the cache (in the
 	// initial listing, or not) counts as found at start, so that resume
 	// handlers run for it; Entered is told of it, once per entry.
@@ -55,8 +59,10 @@ type Ownership interface {
 	// Watch runs beside each run of the engine's controllers, until ctx
 	// ends: a ring member's summaries and metrics of its share. shares
 	// counts the objects the engine remembers, by the kinds' metrics
-	// labels.
-	Watch(ctx context.Context, shares func() map[string]int) error
+	// labels; recheck has the engine reconcile those of its objects that
+	// stray tells (a ring's members changed, and they may have to be
+	// handed over).
+	Watch(ctx context.Context, shares func() map[string]int, recheck func(stray func(namespace, name string) bool)) error
 }
 
 // Engine is what the ownership gets to know of the engine when it makes
@@ -100,8 +106,10 @@ type Claim struct {
 	Kind ClaimKind
 	// Next is the member to hand the object over to.
 	Next string
-	// Why says why the replica stands by.
-	Why string
+	// Why says why the replica stands by; PutBack: and it puts the
+	// object's owner label back (Ownership.PutBack).
+	Why     string
+	PutBack bool
 }
 
 // Unshared is the ownership of an operator that is not sharded: every
@@ -111,15 +119,18 @@ type Unshared struct{}
 // alwaysReady is closed from the start.
 var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (Unshared) Ready() <-chan struct{}                             { return alwaysReady }
-func (Unshared) Lost() <-chan struct{}                              { return nil }
-func (Unshared) CacheSelector() labels.Selector                     { return nil }
-func (Unshared) Claim(client.Object, time.Time) Claim               { return Claim{} }
-func (Unshared) FoundAtStart(initial bool) bool                     { return initial }
-func (Unshared) Entered(client.Object)                              {}
-func (Unshared) ReconcilesEveryKind() bool                          { return false }
-func (Unshared) Bound(c client.Client) client.Client                { return c }
-func (Unshared) Watch(context.Context, func() map[string]int) error { return nil }
+func (Unshared) Ready() <-chan struct{}               { return alwaysReady }
+func (Unshared) Lost() <-chan struct{}                { return nil }
+func (Unshared) CacheSelector() labels.Selector       { return nil }
+func (Unshared) Claim(client.Object, time.Time) Claim { return Claim{} }
+func (Unshared) FoundAtStart(initial bool) bool       { return initial }
+func (Unshared) Entered(client.Object)                {}
+func (Unshared) ReconcilesEveryKind() bool            { return false }
+func (Unshared) Bound(c client.Client) client.Client  { return c }
+func (Unshared) Watch(context.Context, func() map[string]int, func(func(string, string) bool)) error {
+	return nil
+}
+func (Unshared) PutBack(client.Object) map[string]any { return nil } // never claimed for one
 
 func (Unshared) LetGo(client.Object, string) (map[string]any, func(bool)) {
 	return nil, func(bool) {} // never claimed for a handover

@@ -51,6 +51,11 @@ type AssignerSettings struct {
 	// while this replica is the assigner, and none when it stops being
 	// the assigner.
 	OnMembers func(live []string)
+	// OnEpoch, if set, is told the members that the ring's assigner
+	// published (this replica or another) whenever this replica sees them,
+	// while it follows the ring's Leases: every member hands over the
+	// objects that hash to another of them.
+	OnEpoch func(members []string)
 }
 
 // withDefaults fills the zero values and checks the settings.

@@ -93,6 +93,12 @@ func (f *follower) seen(obj any) {
 	if !ok {
 		return
 	}
+	if lease.Name == EpochLease(f.a.s.Ring) {
+		if f.a.s.OnEpoch != nil {
+			f.a.s.OnEpoch(Published(lease))
+		}
+		return
+	}
 	member, ok := MemberOfLease(f.a.s.Ring, lease.Name)
 	if !ok {
 		return

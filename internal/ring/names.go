@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kopf-go/kopf/internal/sharding"
@@ -35,8 +37,9 @@ type Keys struct {
 	// the owner label and the grant both name it, so an owner label
 	// edited by hand starts nobody.
 	Granted string
-	// Next is the annotation by which the assigner asks the granted
-	// member to hand the object over.
+	// Next is the annotation by which assigners before the ring's
+	// epoch asked the granted member to hand the object over; every write
+	// of an owner removes it, and nothing reads it any more.
 	Next string
 }
 
@@ -51,7 +54,27 @@ func KeysOf(namespace, ring string) Keys {
 // Placement reads where an object stands in the ring from its labels and
 // annotations.
 func (k Keys) Placement(labels, annotations map[string]string) sharding.Placement {
-	return sharding.Placement{Owner: labels[k.Owner], Granted: annotations[k.Granted], Next: annotations[k.Next]}
+	return sharding.Placement{Owner: labels[k.Owner], Granted: annotations[k.Granted]}
+}
+
+// Unowned selects the objects whose owner label names none of the live
+// members (or that have no owner label): new objects, those of members
+// that left or died, and those whose label was edited to a name that is
+// no member's. They are the only objects the assigner reads
+// (docs/sharding.md, "The assigner").
+func (k Keys) Unowned(live []string) (labels.Selector, error) {
+	if len(live) == 0 {
+		req, err := labels.NewRequirement(k.Owner, selection.DoesNotExist, nil)
+		if err != nil {
+			return nil, err
+		}
+		return labels.NewSelector().Add(*req), nil
+	}
+	req, err := labels.NewRequirement(k.Owner, selection.NotIn, live)
+	if err != nil {
+		return nil, fmt.Errorf("select the objects without a live owner: %w", err)
+	}
+	return labels.NewSelector().Add(*req), nil
 }
 
 // ID names a ring in peering records and logs: its namespace and name.
@@ -59,6 +82,11 @@ func ID(namespace, ring string) string { return namespace + "/" + ring }
 
 // AssignerLease is the name of the Lease that elects the ring's assigner.
 func AssignerLease(ring string) string { return leasePrefix + ring }
+
+// EpochLease is the name of the Lease on which the assigner publishes the
+// ring's members: a dot keeps it apart from every member's Lease, and
+// from the assigner's of any ring, since ring names hold no dots.
+func EpochLease(ring string) string { return leasePrefix + ring + ".epoch" }
 
 // leaseName is the name of a member's Lease.
 func leaseName(ring, member string) string { return leasePrefix + ring + "-" + member }

@@ -24,68 +24,81 @@ type key struct {
 // if the object changed since (its owner may have moved the label
 // meanwhile) or is another one now (deleted and created anew under its
 // name: the uid is immutable, so the API server refuses a patch naming
-// another). An owner set directly is granted the object too, and the
-// handover request is the move's own or none: an earlier request was for
-// an earlier owner.
+// another). The owner is granted the object too, and a handover request
+// of an assigner before the ring's epoch goes.
 func patchBody(k Keys, s seen, mv sharding.Move) ([]byte, error) {
 	if s.resourceVersion == "" || s.uid == "" {
 		return nil, errors.New("a guarded write needs the object's uid and resourceVersion")
 	}
-	meta := map[string]any{"uid": s.uid, "resourceVersion": s.resourceVersion}
-	var next any // nil removes the request
-	if mv.Next != "" {
-		next = mv.Next
-	}
-	switch {
-	case mv.Owner != "":
-		meta["labels"] = map[string]any{k.Owner: mv.Owner}
-		meta["annotations"] = map[string]any{k.Granted: mv.Owner, k.Next: next}
-	case mv.Next != "", mv.ClearNext:
-		meta["annotations"] = map[string]any{k.Next: next}
-	default:
+	if mv.Owner == "" {
 		return nil, errors.New("an empty move writes nothing")
+	}
+	meta := map[string]any{"uid": s.uid, "resourceVersion": s.resourceVersion,
+		"labels":      map[string]any{k.Owner: mv.Owner},
+		"annotations": map[string]any{k.Granted: mv.Owner, k.Next: nil},
 	}
 	return json.Marshal(map[string]any{"metadata": meta})
 }
 
-// tally counts what the assigner wrote to the objects that one change of
-// the ring's members queued, so that the change ends in one log line
-// rather than one per object. A change that comes before the previous
-// one's objects are all placed takes their place (every object is queued
-// again) and keeps the writes counted so far: the ring settles once.
+// tally counts what the assigner wrote to the objects that one sweep
+// listed (the objects without a live owner, at one change of the ring's
+// members), so that the change ends in one log line rather than one per
+// object. A change that comes before the previous one's objects are all
+// placed takes their place (the sweep lists them again) and keeps the
+// writes counted so far: the ring settles once.
 type tally struct {
 	mu      sync.Mutex
 	round   int // the members' generation whose objects are pending
+	sources int // how many of its sources have not listed yet
+	listed  map[string]bool
 	pending map[key]struct{}
-	total   int // objects queued by the latest change
-	owned   int // objects given an owner directly
-	asked   int // handover requests written
+	total   int // objects listed in this round
+	owned   int // objects given an owner
 }
 
 // summary is what one settled change of members wrote.
 type summary struct {
-	objects, owned, asked int
+	objects, owned int
 }
 
-// open starts counting the objects queued for the members of the given
-// round; true (with the summary) if there are none, so the change has
-// settled already.
-func (t *tally) open(round int, keys []key) (summary, bool) {
+// open starts counting for the members of the given round, whose sweep
+// lists the given number of sources; true (with the summary) if there are
+// none, so the change has settled already.
+func (t *tally) open(round, sources int) (summary, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.round = round
-	t.pending = make(map[key]struct{}, len(keys))
-	for _, k := range keys {
-		t.pending[k] = struct{}{}
+	t.round, t.sources = round, sources
+	t.listed = map[string]bool{}
+	t.pending = map[key]struct{}{}
+	t.total = 0
+	return t.settled()
+}
+
+// list records the objects that one source of the given round listed;
+// true (with the summary) if that settles the round. A source's later
+// listings (its watch began again) are not counted: what they find is
+// placed all the same.
+func (t *tally) list(round int, source string, keys []key) (summary, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if round != t.round || t.listed[source] {
+		return summary{}, false
 	}
-	t.total = len(t.pending)
+	t.listed[source] = true
+	t.sources--
+	for _, k := range keys {
+		if _, ok := t.pending[k]; !ok {
+			t.pending[k] = struct{}{}
+			t.total++
+		}
+	}
 	return t.settled()
 }
 
 // done records that an object was placed with the members of the given
 // round (writing the move, if wrote); true (with the summary) once the
 // last pending object of the current round is placed. Placements with an
-// earlier round's members do not count: the object is queued again.
+// earlier round's members do not count: the object is listed again.
 func (t *tally) done(round int, k key, mv sharding.Move, wrote bool) (summary, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -96,23 +109,21 @@ func (t *tally) done(round int, k key, mv sharding.Move, wrote bool) (summary, b
 		return summary{}, false
 	}
 	delete(t.pending, k)
-	switch {
-	case wrote && mv.Owner != "":
+	if wrote && mv.Owner != "" {
 		t.owned++
-	case wrote && mv.Next != "":
-		t.asked++
 	}
 	return t.settled()
 }
 
-// settled resets the counts once nothing is pending, and says what they
-// were.
+// settled resets the counts once every source has listed and nothing is
+// pending, and says what they were.
 func (t *tally) settled() (summary, bool) {
-	if len(t.pending) > 0 {
+	if t.sources > 0 || len(t.pending) > 0 {
 		return summary{}, false
 	}
-	s := summary{objects: t.total, owned: t.owned, asked: t.asked}
-	t.total, t.owned, t.asked = 0, 0, 0
+	s := summary{objects: t.total, owned: t.owned}
+	t.total, t.owned = 0, 0
+	t.sources = -1 // reported: later listings of the round count no more
 	return s, true
 }
 

@@ -19,13 +19,6 @@ func TestPatchBody(t *testing.T) {
 		{"an owner set directly is granted the object, and any handover request goes", sharding.Move{Owner: "m1"},
 			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":null},` +
 				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42","uid":"u-1"}}`},
-		{"a label put back to its granted member, with a handover request", sharding.Move{Owner: "m1", Next: "m2"},
-			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":"m2"},` +
-				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42","uid":"u-1"}}`},
-		{"a handover request leaves the owner label and the grant", sharding.Move{Next: "m2"},
-			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":"m2"},"resourceVersion":"42","uid":"u-1"}}`},
-		{"a handover called off", sharding.Move{ClearNext: true},
-			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-next":null},"resourceVersion":"42","uid":"u-1"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,12 +59,15 @@ func k(name string) key {
 	return key{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 }
 
-// A change of members settles once every object it queued is placed, and
-// counts the owners set and the handovers requested on the way.
+// A change of members settles once every source has listed and every
+// object listed is placed, and counts the owners set on the way.
 func TestTallySettles(t *testing.T) {
 	var tl tally
-	if _, ok := tl.open(1, []key{k("a"), k("b"), k("c")}); ok {
-		t.Fatal("settled before any object was placed")
+	if _, ok := tl.open(1, 2); ok {
+		t.Fatal("settled before any source listed")
+	}
+	if _, ok := tl.list(1, "0/a", []key{k("a"), k("b")}); ok {
+		t.Fatal("settled before the second source listed")
 	}
 	steps := []struct {
 		round int
@@ -80,25 +76,30 @@ func TestTallySettles(t *testing.T) {
 		wrote bool
 	}{
 		{1, k("a"), sharding.Move{Owner: "m1"}, true},
-		{1, k("b"), sharding.Move{Next: "m2"}, true},
-		{1, k("x"), sharding.Move{Owner: "m1"}, true},  // not queued by the change
-		{1, k("b"), sharding.Move{Next: "m2"}, true},   // placed already
-		{1, k("c"), sharding.Move{Owner: "m1"}, false}, // no write: not counted
+		{1, k("x"), sharding.Move{Owner: "m1"}, true}, // not listed by the change
+		{1, k("a"), sharding.Move{Owner: "m1"}, true}, // placed already
 	}
-	var got summary
-	settled := false
 	for i, s := range steps {
-		sum, ok := tl.done(s.round, s.key, s.mv, s.wrote)
-		if ok && i != len(steps)-1 {
-			t.Fatalf("settled at step %d of %d", i+1, len(steps))
+		if _, ok := tl.done(s.round, s.key, s.mv, s.wrote); ok {
+			t.Fatalf("settled at step %d", i+1)
 		}
-		got, settled = sum, ok
 	}
-	if !settled {
+	if _, ok := tl.list(1, "0/a", []key{k("z")}); ok {
+		t.Fatal("a source's second listing counted")
+	}
+	if _, ok := tl.list(1, "0/b", []key{k("c")}); ok {
+		t.Fatal("settled with objects pending")
+	}
+	tl.done(1, k("b"), sharding.Move{Owner: "m2"}, true)
+	got, ok := tl.done(1, k("c"), sharding.Move{Owner: "m1"}, false) // no write: not counted
+	if !ok {
 		t.Fatal("not settled after every object was placed")
 	}
-	if diff := cmp.Diff(summary{objects: 3, owned: 1, asked: 1}, got, cmp.AllowUnexported(summary{})); diff != "" {
+	if diff := cmp.Diff(summary{objects: 3, owned: 2}, got, cmp.AllowUnexported(summary{})); diff != "" {
 		t.Errorf("summary -want +got:\n%s", diff)
+	}
+	if _, ok := tl.list(1, "0/b", []key{k("d")}); ok {
+		t.Error("a settled round settled again")
 	}
 }
 
@@ -107,28 +108,36 @@ func TestTallySettles(t *testing.T) {
 // the writes counted so far do, and the ring settles once.
 func TestTallyJoinsChanges(t *testing.T) {
 	var tl tally
-	tl.open(1, []key{k("a"), k("b")})
+	tl.open(1, 1)
+	tl.list(1, "0", []key{k("a"), k("b")})
 	tl.done(1, k("a"), sharding.Move{Owner: "m1"}, true)
-	if _, ok := tl.open(2, []key{k("a"), k("b")}); ok {
+	if _, ok := tl.open(2, 1); ok {
 		t.Fatal("settled at the second change")
 	}
+	if _, ok := tl.list(1, "0", []key{k("c")}); ok {
+		t.Fatal("settled by a listing of the previous members")
+	}
+	tl.list(2, "0", []key{k("b")})
 	if _, ok := tl.done(1, k("b"), sharding.Move{Owner: "m1"}, true); ok {
 		t.Fatal("settled by a placement among the previous members")
 	}
-	tl.done(2, k("a"), sharding.Move{Next: "m2"}, true)
-	got, ok := tl.done(2, k("b"), sharding.Move{}, false)
+	got, ok := tl.done(2, k("b"), sharding.Move{Owner: "m2"}, true)
 	if !ok {
 		t.Fatal("not settled")
 	}
-	if diff := cmp.Diff(summary{objects: 2, owned: 1, asked: 1}, got, cmp.AllowUnexported(summary{})); diff != "" {
+	if diff := cmp.Diff(summary{objects: 1, owned: 2}, got, cmp.AllowUnexported(summary{})); diff != "" {
 		t.Errorf("summary -want +got:\n%s", diff)
 	}
 }
 
-// A change with no objects settles at once.
+// A change with no sources, or whose sources list nothing, settles at once.
 func TestTallyWithoutObjects(t *testing.T) {
 	var tl tally
-	if got, ok := tl.open(1, nil); !ok || got != (summary{}) {
-		t.Errorf("open() without objects = %+v, %v; want settled with nothing", got, ok)
+	if got, ok := tl.open(1, 0); !ok || got != (summary{}) {
+		t.Errorf("open() without sources = %+v, %v; want settled with nothing", got, ok)
+	}
+	tl.open(2, 1)
+	if got, ok := tl.list(2, "0", nil); !ok || got != (summary{}) {
+		t.Errorf("list() of nothing = %+v, %v; want settled with nothing", got, ok)
 	}
 }

@@ -13,11 +13,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// listPage is how many objects one request of the assigner's lists
-// returns: the list at a change of members is paged, so that neither the
-// API server nor the assigner holds the whole ring's metadata at once.
-const listPage = 500
-
 // source is where the assigner reads one kind's objects: the whole
 // cluster, or one served namespace.
 type source struct {
@@ -74,52 +69,37 @@ func (a *Assigner) served() (names []string, all bool, changed <-chan struct{}) 
 	return names, a.s.Served.All(), changed
 }
 
-// listAll lists every object of a source, a page at a time, and hands
-// each page's objects to seen.
-func (s source) listAll(ctx context.Context, seen func(key, *metav1.PartialObjectMetadata)) error {
-	opts := metav1.ListOptions{Limit: listPage}
-	for {
-		list, err := s.res.List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		for i := range list.Items {
-			o := &list.Items[i]
-			seen(s.keyOf(o), o)
-		}
-		if list.Continue == "" {
-			return nil
-		}
-		opts.Continue = list.Continue
-	}
-}
-
 // keyOf is the key of one of the source's objects.
 func (s source) keyOf(o metav1.Object) key {
 	return key{kind: s.kind, NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}
 }
 
-// reflector watches a source and hands every object it lists or hears of
-// to seen, keeping none: the assigner holds no copy of the ring's objects
-// (sharding.md, "The assigner").
-func (s source) reflector(seen func(key, *metav1.PartialObjectMetadata)) *toolscache.Reflector {
+// reflector watches the objects of a source that the selector selects,
+// and hands every object it lists or hears of to seen, keeping none: the
+// assigner holds no copy of the ring's objects (sharding.md, "The
+// assigner"). listed is told the keys of each complete listing.
+func (s source) reflector(selector string, seen func(key, *metav1.PartialObjectMetadata), listed func([]key)) *toolscache.Reflector {
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = selector
 			return s.res.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = selector
 			return s.res.Watch(ctx, opts)
 		},
 	}
-	return toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, passOn{s, seen}, toolscache.ReflectorOptions{})
+	return toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, passOn{s, seen, listed}, toolscache.ReflectorOptions{})
 }
 
 // passOn is a reflector's store that stores nothing: it passes every
 // object that is added, updated or listed on, and ignores deletions (a
-// deleted object needs no owner).
+// deleted object needs no owner, and one that got its owner leaves the
+// selection with a deletion).
 type passOn struct {
-	s    source
-	seen func(key, *metav1.PartialObjectMetadata)
+	s      source
+	seen   func(key, *metav1.PartialObjectMetadata)
+	listed func([]key)
 }
 
 func (p passOn) Add(obj any) error    { p.pass(obj); return nil }
@@ -128,14 +108,24 @@ func (p passOn) Delete(any) error     { return nil }
 func (p passOn) Resync() error        { return nil }
 
 func (p passOn) Replace(list []any, _ string) error {
+	keys := make([]key, 0, len(list))
 	for _, obj := range list {
-		p.pass(obj)
+		if k, ok := p.pass(obj); ok {
+			keys = append(keys, k)
+		}
+	}
+	if p.listed != nil {
+		p.listed(keys)
 	}
 	return nil
 }
 
-func (p passOn) pass(obj any) {
-	if o, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		p.seen(p.s.keyOf(o), o)
+func (p passOn) pass(obj any) (key, bool) {
+	o, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return key{}, false
 	}
+	k := p.s.keyOf(o)
+	p.seen(k, o)
+	return k, true
 }

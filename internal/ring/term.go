@@ -2,8 +2,6 @@ package ring
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -23,22 +21,22 @@ import (
 type term struct {
 	a *Assigner
 	f *follower
-	// kinds are the kinds' metadata clients, byKind the same for writes;
-	// sources are what it lists and watches now.
-	kinds     []kindClient
-	byKind    []metadata.Getter
-	sourcesMu sync.Mutex
-	sources   []source
-	queue     workqueue.TypedRateLimitingInterface[key]
-	tally     tally
+	// kinds are the kinds' metadata clients, byKind the same for writes.
+	kinds  []kindClient
+	byKind []metadata.Getter
+	queue  workqueue.TypedRateLimitingInterface[key]
+	tally  tally
 
-	mu       sync.Mutex
-	members  []string // the live members, as last computed
-	round    int      // counts the changes of members
-	unlisted bool     // the last list of the objects failed
+	mu          sync.Mutex
+	members     []string // the live members, as last computed
+	round       int      // counts the changes of members
+	unpublished bool     // the last publication of the members failed
 	// doubting: the follower was in doubt about members it never saw
 	// when the objects were last placed; its end places them again.
 	doubting bool
+	// swept is poked at every change of members: the sweep lists the
+	// objects without a live owner again.
+	swept chan struct{}
 
 	// pending holds the latest sighting of every queued object: what the
 	// assigner keeps of an object is only what it has still to place.
@@ -46,9 +44,10 @@ type term struct {
 	pending   map[key]seen
 }
 
-// assign runs one term until ctx ends: it watches the kinds' metadata,
-// waits for the follower, and places objects whenever they or the
-// members change. It returns once its goroutines have.
+// assign runs one term until ctx ends: it waits for the follower,
+// publishes the members, sweeps the objects without a live owner, and
+// places them whenever they or the members change. It returns once its
+// goroutines have.
 func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	t, err := a.newTerm(f)
 	if err != nil {
@@ -62,9 +61,9 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), f.synced) {
 		return nil // ctx ended
 	}
-	// The members first: what the watches pass on is placed among them.
+	// The members first: what the sweep finds is placed among them.
 	t.recount(ctx)
-	wg.Go(func() { t.watchSources(ctx) })
+	wg.Go(func() { t.sweep(ctx) })
 	for range a.s.Workers {
 		wg.Go(func() { t.work(ctx) })
 	}
@@ -72,53 +71,51 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	return nil
 }
 
-// watchSources watches the sources of the served namespaces, starting and
-// stopping watches as namespaces come and go, until ctx ends.
-func (t *term) watchSources(ctx context.Context) {
-	type watching struct {
-		cancel context.CancelFunc
-		done   chan struct{}
-	}
-	active := map[string]watching{}
-	defer func() {
-		for _, w := range active {
-			w.cancel()
-			<-w.done
-		}
-	}()
-	for {
+// sweep watches, in every source of the served namespaces, the objects
+// whose owner label names no live member (sharding.md, "The assigner"),
+// and passes each one on to be placed. In steady state these are only the
+// objects just created: the assigner reads nothing of the objects that
+// live members hold, whatever their number or their rate of change. At
+// every change of members, or of the served namespaces, the watches begin
+// again with the new selector; their first listing is what the change
+// moves (a dead or departed member's objects), found by the API server.
+func (t *term) sweep(ctx context.Context) {
+	for ctx.Err() == nil {
+		t.mu.Lock()
+		members, round := t.members, t.round
+		t.mu.Unlock()
 		names, all, changed := t.a.served()
-		sources := sourcesIn(t.kinds, names, all)
-		t.sourcesMu.Lock()
-		t.sources = sources
-		t.sourcesMu.Unlock()
-		ids := map[string]bool{}
-		for _, src := range sources {
-			ids[src.id] = true
-			if _, ok := active[src.id]; ok {
-				continue
+		selector, err := t.a.keys.Unowned(members)
+		if err != nil {
+			t.a.s.Logger.Error(err, "The objects without a live owner cannot be selected; the ring places nothing until its members change.",
+				"members", members)
+			select {
+			case <-ctx.Done():
+			case <-t.swept:
 			}
-			sctx, cancel := context.WithCancel(ctx)
-			w := watching{cancel: cancel, done: make(chan struct{})}
-			r := src.reflector(t.offer)
-			go func() {
-				defer close(w.done)
-				r.RunWithContext(sctx)
-			}()
-			active[src.id] = w
+			continue
 		}
-		for id, w := range active {
-			if !ids[id] {
-				w.cancel()
-				<-w.done
-				delete(active, id)
-			}
+		sources := sourcesIn(t.kinds, names, all)
+		if s, ok := t.tally.open(round, len(sources)); ok {
+			t.report(s)
+		}
+		wctx, stop := context.WithCancel(ctx)
+		var watching sync.WaitGroup
+		for _, src := range sources {
+			r := src.reflector(selector.String(), t.offer, func(keys []key) {
+				if s, ok := t.tally.list(round, src.id, keys); ok {
+					t.report(s)
+				}
+			})
+			watching.Go(func() { r.RunWithContext(wctx) })
 		}
 		select {
 		case <-ctx.Done():
-			return
+		case <-t.swept:
 		case <-changed: // a nil channel: never
 		}
+		stop()
+		watching.Wait()
 	}
 }
 
@@ -132,8 +129,7 @@ func (a *Assigner) newTerm(f *follower) (*term, error) {
 	for i, k := range kinds {
 		byKind[i] = k.res
 	}
-	names, all, _ := a.served()
-	return &term{a: a, f: f, kinds: kinds, byKind: byKind, sources: sourcesIn(kinds, names, all), pending: map[key]seen{},
+	return &term{a: a, f: f, kinds: kinds, byKind: byKind, pending: map[key]seen{}, swept: make(chan struct{}, 1),
 		queue: workqueue.NewTypedRateLimitingQueue(placementRateLimiter())}, nil
 }
 
@@ -209,13 +205,14 @@ func (t *term) follow(ctx context.Context) {
 }
 
 // recount takes the live members and, if they changed (or at the term's
-// start, or the last list failed), queues every object to be placed
-// among them. Members seen expired are confirmed dead first; those that
-// could not be count as live meanwhile. True if it must look again: a
-// confirmation or the list failed.
+// start), publishes them on the ring's epoch Lease and lists the objects
+// without a live owner again. Members seen expired are confirmed dead
+// first; those that could not be count as live meanwhile. True if it must
+// look again: a confirmation or the publication failed.
 func (t *term) recount(ctx context.Context) (again bool) {
 	now := t.a.s.Clock.Now()
-	dead, pending, err := confirmDead(ctx, t.a.leases.Leases(t.a.s.Namespace), t.a.s.Ring, t.f.live, now)
+	leases := t.a.leases.Leases(t.a.s.Namespace)
+	dead, pending, err := confirmDead(ctx, leases, t.a.s.Ring, t.f.live, now)
 	if err != nil && ctx.Err() == nil {
 		t.a.s.Logger.Error(err, "Members whose Leases expired could not be confirmed dead; they count as live until they are.",
 			"members", pending)
@@ -223,7 +220,7 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	if len(dead) > 0 {
 		t.a.s.Logger.Info("Members stopped renewing their Leases; they count as dead, and their Leases are deleted.", "dead", dead)
 	}
-	if err := deleteReleased(ctx, t.a.leases.Leases(t.a.s.Namespace), t.a.s.Ring, t.f.staleReleases(now)); err != nil && ctx.Err() == nil {
+	if err := deleteReleased(ctx, leases, t.a.s.Ring, t.f.staleReleases(now)); err != nil && ctx.Err() == nil {
 		t.a.s.Logger.V(1).Info("Released Leases could not be deleted; they are tried again later.", "error", err.Error())
 	}
 	live := append(t.f.live.Live(now), pending...)
@@ -231,57 +228,43 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	live = slices.Compact(live)
 	doubting := t.f.live.Doubting(now)
 	t.mu.Lock()
-	if t.round > 0 && slices.Equal(live, t.members) && !t.unlisted && doubting == t.doubting {
+	changed := t.round == 0 || !slices.Equal(live, t.members) || doubting != t.doubting
+	if !changed && !t.unpublished {
 		t.mu.Unlock()
 		return len(pending) > 0
 	}
 	t.members, t.doubting = live, doubting
-	t.round++
-	round := t.round
+	if changed {
+		t.round++
+	}
 	t.mu.Unlock()
 
-	t.a.s.Logger.Info("The ring's members changed.", "live", live)
-	if t.a.s.OnMembers != nil {
-		t.a.s.OnMembers(live)
+	if changed {
+		t.a.s.Logger.Info("The ring's members changed.", "live", live)
+		if t.a.s.OnMembers != nil {
+			t.a.s.OnMembers(live)
+		}
 	}
-	keys, sightings, err := t.listAll(ctx)
+	// Published before the sweep places anything with them, so that the
+	// members hand over to where the assigner places.
+	err = publish(ctx, leases, t.a.s.Ring, t.a.s.Identity, live)
 	if err != nil && ctx.Err() == nil {
-		t.a.s.Logger.Error(err, "The ring's objects could not all be listed; those listed are placed, and the list is tried again after a renew period.")
+		t.a.s.Logger.Error(err, "The ring's members could not be published; the members do not hand over to the new ones until they are, and it is tried again after a renew period.")
 	}
 	t.mu.Lock()
-	t.unlisted = err != nil
+	t.unpublished = err != nil
 	t.mu.Unlock()
-	if s, ok := t.tally.open(round, keys); ok {
-		t.report(s)
-	}
-	for i, k := range keys {
-		t.offerSeen(k, sightings[i])
+	if changed {
+		select {
+		case t.swept <- struct{}{}:
+		default:
+		}
 	}
 	return len(pending) > 0 || err != nil
 }
 
-// listAll lists every object of every source, a page at a time, and
-// keeps of each only what placing reads.
-func (t *term) listAll(ctx context.Context) ([]key, []seen, error) {
-	var keys []key
-	var sightings []seen
-	var errs []error
-	t.sourcesMu.Lock()
-	sources := t.sources
-	t.sourcesMu.Unlock()
-	for _, src := range sources {
-		err := src.listAll(ctx, func(k key, o *metav1.PartialObjectMetadata) {
-			keys, sightings = append(keys, k), append(sightings, seenOf(t.a.keys, o))
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list %s: %w", t.a.s.Kinds[src.kind], err))
-		}
-	}
-	return keys, sightings, errors.Join(errs...)
-}
-
 // report logs what a settled change of members wrote.
 func (t *term) report(s summary) {
-	t.a.s.Logger.Info("The ring's objects are placed among its members.",
-		"objects", s.objects, "ownersSet", s.owned, "handoversRequested", s.asked)
+	t.a.s.Logger.Info("The ring's objects without a live owner are placed among its members.",
+		"objects", s.objects, "ownersSet", s.owned)
 }

@@ -91,7 +91,7 @@ func (t *term) resource(k key) metadata.ResourceInterface {
 // true if it wrote one. An object that is gone needs none. Objects being
 // deleted are placed too: their deletion handlers need an owner.
 func (t *term) place(ctx context.Context, k key, s seen, live []string) (sharding.Move, bool, error) {
-	mv, ok := sharding.Place(s.uid, s.now, live, func(member string) bool { return t.f.live.Doubtful(member, t.a.s.Clock.Now()) })
+	mv, ok := sharding.Place(sharding.ObjectKey(k.Namespace, k.Name), s.now, live, func(member string) bool { return t.f.live.Doubtful(member, t.a.s.Clock.Now()) })
 	if !ok {
 		return mv, false, nil
 	}
@@ -116,14 +116,10 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 func (t *term) logMove(k key, was sharding.Placement, mv sharding.Move) {
 	log := t.a.s.Logger.V(1).WithValues("kind", t.a.s.Kinds[k.kind].Kind, "object", k.String())
 	switch {
-	case mv.Owner != "" && mv.Owner == was.Granted:
+	case mv.Owner == was.Granted:
 		log.Info(fmt.Sprintf("Put the owner label of %s back to %s, to which it is granted.", k, mv.Owner),
-			"owner", mv.Owner, "label", was.Owner, "next", mv.Next)
-	case mv.Owner != "":
+			"owner", mv.Owner, "label", was.Owner)
+	default:
 		log.Info(fmt.Sprintf("Assigned %s to %s.", k, mv.Owner), "owner", mv.Owner, "previous", was.Granted)
-	case mv.Next != "":
-		log.Info(fmt.Sprintf("Asked %s to hand %s over to %s.", was.Granted, k, mv.Next), "owner", was.Granted, "next", mv.Next)
-	case mv.ClearNext:
-		log.Info(fmt.Sprintf("Called off the handover of %s to %s.", k, was.Next), "owner", was.Granted)
 	}
 }

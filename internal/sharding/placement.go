@@ -5,12 +5,10 @@ import "slices"
 // Placement is where an object stands in its ring, as its labels and
 // annotations say. Owner is the owner label, which selects the object into
 // a member's cache. Granted is the member that was last given the object
-// by someone entitled to (the assigner, or the previous owner's
-// acknowledgement); a member handles an object only while both name it.
-// Next, if set, is the member the assigner has asked Granted to hand the
-// object over to.
+// by someone entitled to (the assigner, or the previous owner's handover);
+// a member handles an object only while both name it.
 type Placement struct {
-	Owner, Granted, Next string
+	Owner, Granted string
 }
 
 // Handled reports whether member may work on the object: the owner label
@@ -21,35 +19,39 @@ func (p Placement) Handled(member string) bool {
 	return member != "" && p.Owner == member && p.Granted == member
 }
 
-// Move is what the assigner writes to an object. Owner: the owner label
-// and the grant are set to it, and the handover request is set to Next or
-// removed; only for objects that no live member may be working on, or to
-// put a hand-edited owner label back to the granted member. Otherwise
-// Next: the handover request is set to it (or removed, when ClearNext);
-// the granted member moves the label and the grant itself once it has let
-// go.
+// Move is what the assigner writes to an object: the owner label and the
+// grant are set to Owner. It writes one only to objects that no live
+// member may be working on, or to put a hand-edited owner label back to
+// the live member the object is granted to. Objects that a live member
+// holds and that hash elsewhere are handed over by that member itself
+// (docs/sharding.md, "Handover").
 type Move struct {
-	Owner     string
-	Next      string
-	ClearNext bool
+	Owner string
 }
 
-// Place decides the assigner's write for one object, given the live
-// members (sorted or not) and which members that are not live may still
-// be working (doubtful; nil: none); false: nothing to write.
+// ObjectKey is what an object is hashed by: its namespace and name, which
+// an admission webhook knows before the object has a uid, and which an
+// object recreated under its name keeps, so that it comes to the member
+// its predecessor was with (docs/sharding.md, "Assignment").
+func ObjectKey(namespace, name string) string { return namespace + "/" + name }
+
+// Place decides the assigner's write for one object with the given key
+// (ObjectKey), given the live members (sorted or not) and which members
+// that are not live may still be working (doubtful; nil: none); false:
+// nothing to write.
 //
 // The grant, not the owner label, tells who may be working on the object:
-// only the assigner and an acknowledging owner write it, while a label can
+// only the assigner and a handing-over owner write it, while a label can
 // be edited by anyone. An object granted to nobody live (new, or its
 // member's Lease released, or expired and confirmed so) gets its owner at
 // once: nobody works on it. One granted to a member that is not live but
 // may still be working (a new assigner's doubt about a member it never
-// saw) waits. An object granted to a live member stays with that member
-// until it lets go: if the label was changed under it, the label is put
-// back; if hashing wants another member, the granted one is asked to
-// hand it over. Without live members nothing moves.
-func Place(uid string, p Placement, live []string, doubtful func(member string) bool) (Move, bool) {
-	want := Owner(uid, live)
+// saw) waits. An object granted to a live member stays with that member:
+// if the label was changed under it, the label is put back, and the
+// member hands it over itself if hashing wants it elsewhere. Without live
+// members nothing moves.
+func Place(key string, p Placement, live []string, doubtful func(member string) bool) (Move, bool) {
+	want := Owner(key, live)
 	granted := slices.Contains(live, p.Granted)
 	switch {
 	case want == "":
@@ -59,15 +61,15 @@ func Place(uid string, p Placement, live []string, doubtful func(member string) 
 	case !granted:
 		return Move{Owner: want}, true
 	case p.Owner != p.Granted:
-		mv := Move{Owner: p.Granted}
-		if want != p.Granted {
-			mv.Next = want
-		}
-		return mv, true
-	case want == p.Granted && p.Next != "":
-		return Move{ClearNext: true}, true // the ring changed back
-	case want != p.Granted && p.Next != want:
-		return Move{Next: want}, true
+		return Move{Owner: p.Granted}, true
 	}
 	return Move{}, false
+}
+
+// Stray reports whether the member that holds the object with the given
+// key should hand it over, and to whom: the published members hash it to
+// another one. Without published members nothing strays.
+func Stray(key, member string, members []string) (string, bool) {
+	want := Owner(key, members)
+	return want, want != "" && want != member
 }

@@ -7,9 +7,9 @@ import (
 )
 
 func TestPlace(t *testing.T) {
-	const uid = "8a1f0c52-3b7e-4d6a-9f21-0c4e5d6f7a8b"
+	key := ObjectKey("default", "object-1")
 	live := []string{"member-a", "member-b", "member-c"}
-	hashed := Owner(uid, live)
+	hashed := Owner(key, live)
 	other := "member-a"
 	if other == hashed {
 		other = "member-b"
@@ -27,21 +27,15 @@ func TestPlace(t *testing.T) {
 		{"a label edited away from a member in doubt waits too", Placement{Owner: other, Granted: "member-unseen"}, live, Move{}, false},
 		{"a new object gets its owner at once", Placement{}, live, Move{Owner: hashed}, true},
 		{"an object of a dead member gets its owner at once", owned("member-gone"), live, Move{Owner: hashed}, true},
-		{"a dead member's object gets its owner at once, its handover request dropped",
-			Placement{Owner: "member-gone", Granted: "member-gone", Next: other}, live, Move{Owner: hashed}, true},
 		{"an object where it belongs stays", owned(hashed), live, Move{}, false},
-		{"an object of a live member that should move gets a handover request", owned(other), live, Move{Next: hashed}, true},
-		{"a requested handover is not requested again", Placement{Owner: other, Granted: other, Next: hashed}, live, Move{}, false},
-		{"a handover to a member that has gone is redirected",
-			Placement{Owner: other, Granted: other, Next: "member-gone"}, live, Move{Next: hashed}, true},
-		{"a handover no longer wanted is called off", Placement{Owner: hashed, Granted: hashed, Next: other}, live, Move{ClearNext: true}, true},
+		{"an object of a live member that should move stays: the member hands it over itself", owned(other), live, Move{}, false},
 		{"without live members nothing moves", owned("member-gone"), nil, Move{}, false},
 
 		// Labels edited by hand: the grant says who may be working on it.
 		{"a label edited away from a live granted member is put back",
 			Placement{Owner: other, Granted: hashed}, live, Move{Owner: hashed}, true},
-		{"a label edited away from a live granted member that should move is put back, with the request",
-			Placement{Owner: hashed, Granted: other}, live, Move{Owner: other, Next: hashed}, true},
+		{"a label edited away from a live granted member that should move is put back to it",
+			Placement{Owner: hashed, Granted: other}, live, Move{Owner: other}, true},
 		{"a label removed from a live granted member is put back", Placement{Granted: hashed}, live, Move{Owner: hashed}, true},
 		{"a label edited away from a dead granted member: the object gets its owner at once",
 			Placement{Owner: other, Granted: "member-gone"}, live, Move{Owner: hashed}, true},
@@ -50,7 +44,7 @@ func TestPlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, write := Place(uid, tt.p, tt.live, doubtful)
+			got, write := Place(key, tt.p, tt.live, doubtful)
 			if write != tt.write {
 				t.Errorf("Place() writes = %v, want %v", write, tt.write)
 			}
@@ -69,7 +63,6 @@ func TestHandled(t *testing.T) {
 		want   bool
 	}{
 		{"label and grant name the member", Placement{Owner: "a", Granted: "a"}, "a", true},
-		{"a pending handover does not stop the owner yet", Placement{Owner: "a", Granted: "a", Next: "b"}, "a", true},
 		{"a label edited by hand to the member", Placement{Owner: "b", Granted: "a"}, "b", false},
 		{"the granted member whose label was edited away", Placement{Owner: "b", Granted: "a"}, "a", false},
 		{"a label without a grant", Placement{Owner: "a"}, "a", false},
@@ -81,5 +74,27 @@ func TestHandled(t *testing.T) {
 				t.Errorf("%+v.Handled(%q) = %v, want %v", tt.p, tt.member, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestStray(t *testing.T) {
+	members := []string{"member-a", "member-b", "member-c"}
+	key := ObjectKey("default", "object-1")
+	hashed := Owner(key, members)
+	if next, ok := Stray(key, hashed, members); ok {
+		t.Errorf("the member the object hashes to hands it over to %q", next)
+	}
+	other := "member-a"
+	if other == hashed {
+		other = "member-b"
+	}
+	if next, ok := Stray(key, other, members); !ok || next != hashed {
+		t.Errorf("Stray(%q) = %q, %v; want %q, true", other, next, ok, hashed)
+	}
+	if next, ok := Stray(key, "member-unlisted", members); !ok || next != hashed {
+		t.Errorf("a member not published hands over to %q, %v; want %q", next, ok, hashed)
+	}
+	if _, ok := Stray(key, other, nil); ok {
+		t.Error("without published members an object strays")
 	}
 }

@@ -381,7 +381,7 @@ func createOwned(tb testing.TB, driver client.Client, ns string, n, workers int,
 		if members == nil {
 			return nil
 		}
-		return mergePatch(driver, obj, ownerPatch(ns, sharding.Owner(string(obj.UID), members)))
+		return mergePatch(driver, obj, ownerPatch(ns, sharding.Owner(sharding.ObjectKey(obj.Namespace, obj.Name), members)))
 	}); err != nil {
 		tb.Fatalf("create the objects: %v", err)
 	}

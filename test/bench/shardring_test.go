@@ -70,7 +70,7 @@ func (v *ringView) seen(e *kex.KopfExample) {
 		v.byOwner[prev]--
 	}
 	v.byOwner[now]++
-	v.owner[name], v.uid[name] = now, string(e.UID)
+	v.owner[name], v.uid[name] = now, sharding.ObjectKey(e.Namespace, e.Name)
 	if asked := e.Annotations[v.next] != ""; asked != v.asked[name] {
 		v.asked[name] = asked
 		if asked {

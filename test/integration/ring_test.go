@@ -226,7 +226,7 @@ func createConfigMaps(t *testing.T, ns, prefix string, n int) {
 
 // placement is where a ConfigMap stands in the ring "main".
 type placement struct {
-	uid, owner, granted, next, version string
+	key, owner, granted, next, version string
 }
 
 // ringKeys are the keys of the ring "main" whose Leases live in ns.
@@ -242,7 +242,8 @@ func placements(t *testing.T, ns string) map[string]placement {
 	out := map[string]placement{}
 	for _, cm := range list.Items {
 		p := ringKeys(ns).Placement(cm.Labels, cm.Annotations)
-		out[cm.Name] = placement{uid: string(cm.UID), owner: p.Owner, granted: p.Granted, next: p.Next, version: cm.ResourceVersion}
+		out[cm.Name] = placement{key: sharding.ObjectKey(cm.Namespace, cm.Name), owner: p.Owner, granted: p.Granted,
+			next: cm.Annotations[ringKeys(ns).Next], version: cm.ResourceVersion}
 	}
 	return out
 }
@@ -256,7 +257,7 @@ func ownedAsHashed(t *testing.T, ns string, n int, live []string) func() bool {
 			return false
 		}
 		for _, p := range got {
-			if p.owner != sharding.Owner(p.uid, live) || p.granted != p.owner || p.next != "" {
+			if p.owner != sharding.Owner(p.key, live) || p.granted != p.owner || p.next != "" {
 				return false
 			}
 		}

@@ -126,7 +126,7 @@ func TestFenceCancelsEverythingAtOnce(t *testing.T) {
 	}
 }
 
-// An object deleted while its owner is being asked to hand it over is not
+// An object deleted while its owner is handing it over is not
 // handed over: its owner completes the deletion, its delete handler runs
 // once, there, and its daemon learns that the object was deleted.
 func TestDeletionDuringAHandover(t *testing.T) {
@@ -135,10 +135,14 @@ func TestDeletionDuringAHandover(t *testing.T) {
 	var mu sync.Mutex
 	deletedOn := map[string]int{}
 	reasons := map[string]cause.StopReason{}
+	stopping := map[string]bool{}
 	r.register = func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
 		handlers.Daemon(res, "slow", func(ctx context.Context, obj *unstructured.Unstructured, d *cause.Daemon) (any, error) {
 			defer r.det.enter(obj.GetName(), name, "slow")()
 			<-d.Stopped()
+			mu.Lock()
+			stopping[name] = true
+			mu.Unlock()
 			time.Sleep(2 * time.Second) // slow to honour its stop, within the margin
 			mu.Lock()
 			reasons[name] = d.StopReason()
@@ -155,12 +159,12 @@ func TestDeletionDuringAHandover(t *testing.T) {
 	r.start("a")
 	names := r.createObjects(1)
 	r.waitSettled(names, 30*time.Second)
-	uid := r.uid(names[0])
-	next := r.startHashing(uid, "a")
-	// The handover is requested, and held up by the slow daemon on a.
-	kopftest.Eventually(t, "the handover to "+next+" is requested", 10*time.Second, func() bool {
-		_, pending, _ := r.owners()
-		return pending[names[0]] == r.member(next)
+	next := r.startHashing(r.hashKey(names[0]), "a")
+	// The handover has begun, and is held up by the slow daemon on a.
+	kopftest.Eventually(t, "the handover to "+next+" begins", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return stopping["a"]
 	})
 
 	if err := env.Client.Delete(context.Background(), r.object(names[0])); err != nil {

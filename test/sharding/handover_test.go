@@ -58,7 +58,7 @@ func TestRetriesSurviveHandover(t *testing.T) {
 	names := r.createObjects(1)
 	kopftest.Eventually(t, "two failed attempts on a", 30*time.Second, func() bool { return count("a") >= 2 })
 
-	next := r.startHashing(r.uid(names[0]), "a")
+	next := r.startHashing(r.hashKey(names[0]), "a")
 	kopftest.Eventually(t, "an attempt on "+next, 30*time.Second, func() bool { return count(next) >= 1 })
 	r.waitSettled(names, 30*time.Second)
 

@@ -225,8 +225,10 @@ func (r *testRing) parallel(names []string, f func(name string) error) {
 	}
 }
 
-// owners reads every object's owner label and handover request.
-func (r *testRing) owners() (owner, next map[string]string, uids map[string]string) {
+// owners reads every object's owner label, the handover request of an
+// assigner before the ring's epoch (which nothing writes any more), and
+// the key the ring hashes it by.
+func (r *testRing) owners() (owner, next map[string]string, hashKeys map[string]string) {
 	r.t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("kopf.dev/v1")
@@ -234,7 +236,7 @@ func (r *testRing) owners() (owner, next map[string]string, uids map[string]stri
 	if err := env.Client.List(context.Background(), list, client.InNamespace(r.ns)); err != nil {
 		r.t.Fatal(err)
 	}
-	owner, next, uids = map[string]string{}, map[string]string{}, map[string]string{}
+	owner, next, hashKeys = map[string]string{}, map[string]string{}, map[string]string{}
 	keys := r.keys()
 	for _, obj := range list.Items {
 		p := keys.Placement(obj.GetLabels(), obj.GetAnnotations())
@@ -242,25 +244,21 @@ func (r *testRing) owners() (owner, next map[string]string, uids map[string]stri
 			r.t.Errorf("%s: owner label %q, but granted to %q", obj.GetName(), p.Owner, p.Granted)
 		}
 		owner[obj.GetName()] = p.Owner
-		next[obj.GetName()] = p.Next
-		uids[obj.GetName()] = string(obj.GetUID())
+		next[obj.GetName()] = obj.GetAnnotations()[keys.Next]
+		hashKeys[obj.GetName()] = sharding.ObjectKey(obj.GetNamespace(), obj.GetName())
 	}
-	return owner, next, uids
+	return owner, next, hashKeys
 }
 
-// uid is the uid of an object of the ring's namespace.
-func (r *testRing) uid(name string) string {
-	r.t.Helper()
-	_, _, uids := r.owners()
-	return uids[name]
-}
+// hashKey is what an object of the ring's namespace is hashed by.
+func (r *testRing) hashKey(name string) string { return sharding.ObjectKey(r.ns, name) }
 
-// startHashing starts a replica that the object with the uid hashes to,
+// startHashing starts a replica that the object with the key hashes to,
 // among it and the running replicas others: a member's name is drawn
 // when it joins, so replicas b0, b1, ... are started until one is (a
 // chance of one half each against one other), and the others leave
 // again at once. It returns the replica's name.
-func (r *testRing) startHashing(uid string, others ...string) string {
+func (r *testRing) startHashing(key string, others ...string) string {
 	r.t.Helper()
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("b%d", i)
@@ -269,7 +267,7 @@ func (r *testRing) startHashing(uid string, others ...string) string {
 		for _, o := range others {
 			members = append(members, r.member(o))
 		}
-		if sharding.Owner(uid, members) == r.member(name) {
+		if sharding.Owner(key, members) == r.member(name) {
 			return name
 		}
 		r.stop(name)
@@ -313,10 +311,10 @@ func (r *testRing) replicaOf(m string) string {
 // running replicas puts it, with no handover pending, and its daemon runs
 // there and nowhere else.
 func (r *testRing) settled(names []string) (bool, string) {
-	owner, next, uids := r.owners()
+	owner, next, hashKeys := r.owners()
 	live := r.liveMembers()
 	for _, name := range names {
-		want := sharding.Owner(uids[name], live)
+		want := sharding.Owner(hashKeys[name], live)
 		if owner[name] != want || next[name] != "" {
 			return false, fmt.Sprintf("%s is owned by %q (next %q), want %q", name, owner[name], next[name], want)
 		}

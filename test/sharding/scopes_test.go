@@ -54,7 +54,7 @@ func TestRingServesANamespaceThatMatchesLater(t *testing.T) {
 		}
 		for _, obj := range list.Items {
 			p := r.keys().Placement(obj.GetLabels(), obj.GetAnnotations())
-			if want := sharding.Owner(string(obj.GetUID()), live); p.Owner != want || len(r.det.creates(obj.GetName())) != 1 {
+			if want := sharding.Owner(sharding.ObjectKey(obj.GetNamespace(), obj.GetName()), live); p.Owner != want || len(r.det.creates(obj.GetName())) != 1 {
 				return false
 			}
 		}

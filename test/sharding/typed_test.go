@@ -59,10 +59,10 @@ func TestTypedKindsShare(t *testing.T) {
 		keys := r.keys()
 		found := 0
 		for _, cm := range list.Items {
-			want := sharding.Owner(string(cm.UID), live)
+			want := sharding.Owner(sharding.ObjectKey(cm.Namespace, cm.Name), live)
 			hosts := r.det.daemonHosts(cm.Name)
 			p := keys.Placement(cm.Labels, cm.Annotations)
-			if p.Owner != want || p.Granted != want || p.Next != "" ||
+			if p.Owner != want || p.Granted != want || cm.Annotations[keys.Next] != "" ||
 				len(hosts) != 1 || r.member(hosts[0]) != want || len(r.det.creates(cm.Name)) == 0 {
 				return false
 			}

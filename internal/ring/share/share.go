@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/scopes"
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // Ownership is the ownership of a ring member (docs/sharding.md): its
@@ -39,6 +41,8 @@ type Ownership struct {
 	// taken and released count the objects that entered and left this
 	// member's cache since the last summary line.
 	taken, released atomic.Int64
+	// epoch is the ring's members as the assigner last published them.
+	epoch epoch
 }
 
 var _ ownership.Ownership = (*Ownership)(nil)
@@ -67,6 +71,40 @@ func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, lo
 			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
 }
 
+// epoch holds the members that the ring's assigner published, and wakes
+// the engine's watch when they change.
+type epoch struct {
+	mu      sync.Mutex
+	members []string
+	changed chan struct{} // closed and replaced at every change
+}
+
+// set records published members; true if they differ from the last.
+func (e *epoch) set(members []string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.changed == nil {
+		e.changed = make(chan struct{})
+	}
+	if slices.Equal(members, e.members) {
+		return false
+	}
+	e.members = members
+	close(e.changed)
+	e.changed = make(chan struct{})
+	return true
+}
+
+// now are the published members, and a channel closed when they change.
+func (e *epoch) now() ([]string, <-chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.changed == nil {
+		e.changed = make(chan struct{})
+	}
+	return e.members, e.changed
+}
+
 func (r *Ownership) Ready() <-chan struct{} { return r.member.Joined() }
 func (r *Ownership) Lost() <-chan struct{}  { return r.member.Fenced() }
 
@@ -80,9 +118,12 @@ func (r *Ownership) CacheSelector() labels.Selector {
 // Claim works on an object only while the member's tenure holds (checked
 // by the clock, so that a process resumed after a long pause stands by
 // even before its fence's timer has run) and both the owner label and
-// the grant name it. An object being deleted is not handed over: its
+// the grant name it. An object that the ring's published members hash to
+// another member is handed over to it, unless it is being deleted: its
 // owner completes the deletion, so that its delete handlers run once,
-// where its daemons stop for it.
+// where its daemons stop for it. An object whose label names this member
+// but whose grant does not (a label edited by hand) is stood by, and its
+// label put back.
 func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 	me := r.member.Name()
 	select {
@@ -95,18 +136,20 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 	}
 	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
 	if !p.Handled(me) {
-		return ownership.Claim{Kind: ownership.StandBy, Why: fmt.Sprintf("its owner label names this member, but it is granted to %q; "+
-			"the owner label was changed by someone else than the ring, which puts it back", p.Granted)}
+		return ownership.Claim{Kind: ownership.StandBy, PutBack: true, Why: fmt.Sprintf("its owner label names this member, but it is granted to %q; "+
+			"the owner label was changed by someone else than the ring, and is put back", p.Granted)}
 	}
-	if p.Next != "" && p.Next != me && obj.GetDeletionTimestamp() == nil {
-		return ownership.Claim{Kind: ownership.HandOver, Next: p.Next}
+	members, _ := r.epoch.now()
+	if next, ok := sharding.Stray(sharding.ObjectKey(obj.GetNamespace(), obj.GetName()), me, members); ok && obj.GetDeletionTimestamp() == nil {
+		return ownership.Claim{Kind: ownership.HandOver, Next: next}
 	}
 	return ownership.Claim{}
 }
 
-// LetGo moves the owner label and the grant to the next member and drops
-// the request, guarded by the resourceVersion of the object the member let
-// go of, so that it overwrites no change it has not seen.
+// LetGo moves the owner label and the grant to the next member (and drops
+// the handover request of an assigner before the ring's epoch), guarded
+// by the resourceVersion of the object the member let go of, so that it
+// overwrites no change it has not seen.
 func (r *Ownership) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
 	ack := map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
@@ -118,6 +161,23 @@ func (r *Ownership) LetGo(obj client.Object, next string) (map[string]any, func(
 			r.released.Add(1)
 		}
 	}
+}
+
+// PutBack is the write that puts a hand-edited owner label back to the
+// member the object is granted to, or removes it if the object is granted
+// to nobody: either way the object leaves this member's cache, and the
+// assigner, which reads only the objects without a live owner, places it
+// if its grant names nobody live. The label alone grants nothing, so this
+// member may write it; the write is guarded by the resourceVersion.
+func (r *Ownership) PutBack(obj client.Object) map[string]any {
+	var owner any // nil removes the label
+	if g := obj.GetAnnotations()[r.keys.Granted]; g != "" {
+		owner = g
+	}
+	return map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"labels":          map[string]any{r.keys.Owner: owner},
+	}}
 }
 
 // FoundAtStart is true for every object that enters the member's cache:
@@ -152,6 +212,11 @@ func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 	}
 	s := r.assigner
 	s.Kinds = e.Kinds
+	s.OnEpoch = func(members []string) {
+		if r.epoch.set(members) {
+			r.log.V(1).Info("The ring's members were published.", "members", members)
+		}
+	}
 	assigner, err := ring.NewAssigner(e.Config, e.HTTPClient, e.Mapper, s)
 	if err != nil {
 		return nil, fmt.Errorf("assign the objects of the ring %q: %w", r.name, err)
@@ -171,21 +236,40 @@ func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 }
 
 // Watch logs, every few seconds while objects move, how many entered and
-// left this member's cache, and keeps the metric of its share.
-func (r *Ownership) Watch(ctx context.Context, shares func() map[string]int) error {
+// left this member's cache, and keeps the metric of its share. Whenever
+// the ring's published members change, it has the engine look again at
+// every object of its share that now hashes to another member: a join
+// moves only those, each handed over by this member in one write.
+func (r *Ownership) Watch(ctx context.Context, shares func() map[string]int, recheck func(stray func(namespace, name string) bool)) error {
 	ticker := r.clock.NewTicker(shardSummaryInterval)
 	defer ticker.Stop()
+	// The first listing brings every object to a reconcile anyway.
+	_, changed := r.epoch.now()
 	for {
 		select {
 		case <-ctx.Done():
 			r.summarize()
 			return nil
+		case <-changed:
+			var members []string
+			members, changed = r.epoch.now()
+			recheck(r.strays(members))
 		case <-ticker.C():
 			r.summarize()
 			for kind, n := range shares() {
 				metrics.ShardObjectsOf(r.name, kind).Set(float64(n))
 			}
 		}
+	}
+}
+
+// strays tells which objects the members hash to another member than this
+// one.
+func (r *Ownership) strays(members []string) func(namespace, name string) bool {
+	me := r.member.Name()
+	return func(namespace, name string) bool {
+		_, ok := sharding.Stray(sharding.ObjectKey(namespace, name), me, members)
+		return ok
 	}
 }
 

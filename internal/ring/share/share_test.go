@@ -21,6 +21,7 @@ import (
 	"github.com/kopf-go/kopf/internal/daemons"
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 var shareT0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -75,34 +76,40 @@ func placed(owner, granted, next string) *corev1.ConfigMap {
 }
 
 // A member works on an object only while its tenure holds and both the
-// owner label and the grant name it; it hands one over when asked, unless
-// the object is being deleted; it selects its own objects into its cache.
+// owner label and the grant name it; it hands one over when the ring's
+// published members hash it to another member, unless the object is being
+// deleted; it puts back a label edited to name it; it selects its own
+// objects into its cache.
 func TestRingShareClaims(t *testing.T) {
 	fc := clocktesting.NewFakeClock(shareT0)
 	r := joinedShare(t, fc)
 	me := r.member.Name()
-	deleting := placed(me, me, "m-b")
+	deleting := placed(me, me, "")
 	deleting.DeletionTimestamp = &metav1.Time{Time: shareT0}
 	tests := []struct {
-		name string
-		obj  *corev1.ConfigMap
-		at   time.Duration
-		want ownership.ClaimKind
-		next string
+		name    string
+		obj     *corev1.ConfigMap
+		epoch   []string
+		at      time.Duration
+		want    ownership.ClaimKind
+		next    string
+		putBack bool
 	}{
-		{"its own object", placed(me, me, ""), 0, ownership.Work, ""},
-		{"its own object asked to move", placed(me, me, "m-b"), 0, ownership.HandOver, "m-b"},
-		{"its own object asked to stay (the ring changed back)", placed(me, me, me), 0, ownership.Work, ""},
-		{"its own object being deleted, asked to move", deleting, 0, ownership.Work, ""},
-		{"a label edited by hand to this member", placed(me, "m-b", ""), 0, ownership.StandBy, ""},
-		{"a label without a grant", placed(me, "", ""), 0, ownership.StandBy, ""},
-		{"its own object, after the renew deadline", placed(me, me, ""), ring.DefaultRenewDeadline, ownership.StandBy, ""},
+		{"its own object, before any members are published", placed(me, me, ""), nil, 0, ownership.Work, "", false},
+		{"its own object, hashed to it", placed(me, me, ""), []string{me}, 0, ownership.Work, "", false},
+		{"its own object, hashed to another member", placed(me, me, ""), []string{"m-b"}, 0, ownership.HandOver, "m-b", false},
+		{"a handover request of an earlier assigner is not heeded", placed(me, me, "m-b"), []string{me}, 0, ownership.Work, "", false},
+		{"its own object being deleted, hashed to another member", deleting, []string{"m-b"}, 0, ownership.Work, "", false},
+		{"a label edited by hand to this member", placed(me, "m-b", ""), []string{me}, 0, ownership.StandBy, "", true},
+		{"a label without a grant", placed(me, "", ""), []string{me}, 0, ownership.StandBy, "", true},
+		{"its own object, after the renew deadline", placed(me, me, ""), []string{"m-b"}, ring.DefaultRenewDeadline, ownership.StandBy, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			r.epoch.set(tt.epoch)
 			got := r.Claim(tt.obj, shareT0.Add(tt.at))
-			if got.Kind != tt.want || got.Next != tt.next {
-				t.Errorf("claim() = %+v, want kind %d, next %q", got, tt.want, tt.next)
+			if got.Kind != tt.want || got.Next != tt.next || got.PutBack != tt.putBack {
+				t.Errorf("claim() = %+v, want kind %d, next %q, put back %v", got, tt.want, tt.next, tt.putBack)
 			}
 			if got.Kind == ownership.StandBy && got.Why == "" {
 				t.Error("a stand-by without a reason to log")
@@ -112,6 +119,71 @@ func TestRingShareClaims(t *testing.T) {
 	sel := r.CacheSelector()
 	if !sel.Matches(labels.Set{mainKeys.Owner: me}) || sel.Matches(labels.Set{mainKeys.Owner: "m-b"}) {
 		t.Errorf("cacheSelector() = %s selects other members' objects or not its own", sel)
+	}
+}
+
+// A label edited by hand is put back to the granted member, or removed if
+// the object is granted to nobody, guarded by the version seen.
+func TestRingSharePutsBack(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	tests := []struct {
+		name  string
+		obj   *corev1.ConfigMap
+		owner any
+	}{
+		{"granted to another member", placed(me, "m-b", ""), "m-b"},
+		{"granted to nobody", placed(me, "", ""), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := map[string]any{"metadata": map[string]any{"resourceVersion": "42",
+				"labels": map[string]any{"ops.shard.kopf.dev/main": tt.owner}}}
+			if diff := cmp.Diff(want, r.PutBack(tt.obj)); diff != "" {
+				t.Errorf("PutBack() -want +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+// A change of the published members has the engine look again at the
+// objects that hash elsewhere now, and only at those; the same members
+// published again change nothing.
+func TestRingShareRechecksAtAnEpoch(t *testing.T) {
+	fc := clocktesting.NewFakeClock(shareT0)
+	r := joinedShare(t, fc)
+	me := r.member.Name()
+	r.epoch.set([]string{me})
+	rechecked := make(chan func(string, string) bool, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.Watch(ctx, func() map[string]int { return nil }, func(stray func(string, string) bool) { rechecked <- stray })
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-rechecked:
+		t.Fatal("rechecked before the members changed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.epoch.set([]string{me})
+	r.epoch.set([]string{"m-b"})
+	var stray func(string, string) bool
+	select {
+	case stray = <-rechecked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a change of the members was not rechecked")
+	}
+	if !stray("ns", "x") {
+		t.Error("an object hashed to the other member is not told to be looked at")
+	}
+	r.epoch.set([]string{me, "m-b"})
+	stray = <-rechecked
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		if _, elsewhere := sharding.Stray(sharding.ObjectKey("ns", name), me, []string{me, "m-b"}); stray("ns", name) != elsewhere {
+			t.Errorf("stray(%q) = %v, want %v", name, !elsewhere, elsewhere)
+		}
 	}
 }
 

@@ -1,0 +1,90 @@
+package ring
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// The members are published on one Lease of the ring, found by the ring's
+// label; publishing the same members again writes nothing.
+func TestPublish(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	leases := cs.CoordinationV1().Leases("ops")
+	if err := publish(ctx, leases, "main", identity, []string{"m1", "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Labels[RingLabel] != "main" || lease.Annotations[MembersAnnotation] != "m1,m2" {
+		t.Errorf("the epoch Lease = %v %v, want the ring's label and m1,m2", lease.Labels, lease.Annotations)
+	}
+	if diff := cmp.Diff([]string{"m1", "m2"}, Published(lease)); diff != "" {
+		t.Errorf("Published() -want +got:\n%s", diff)
+	}
+	if _, ok := MemberOfLease("main", lease.Name); ok {
+		t.Errorf("the epoch Lease %s counts as a member's", lease.Name)
+	}
+	writes := len(cs.Actions())
+	if err := publish(ctx, leases, "main", identity, []string{"m1", "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cs.Actions()) - writes; n != 1 {
+		t.Errorf("publishing the same members again took %d requests, want 1 (the read)", n)
+	}
+	if err := publish(ctx, leases, "main", identity, []string{"m2"}); err != nil {
+		t.Fatal(err)
+	}
+	lease, _ = leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
+	if got := lease.Annotations[MembersAnnotation]; got != "m2" {
+		t.Errorf("after a member left the epoch lists %q, want m2", got)
+	}
+}
+
+// A list edited by hand is read as the set it names.
+func TestPublishedTolerates(t *testing.T) {
+	cs := fake.NewClientset()
+	leases := cs.CoordinationV1().Leases("ops")
+	_ = publish(context.Background(), leases, "main", identity, nil)
+	lease, _ := leases.Get(context.Background(), EpochLease("main"), metav1.GetOptions{})
+	if got := Published(lease); len(got) != 0 {
+		t.Errorf("no members published, read %v", got)
+	}
+	lease.Annotations[MembersAnnotation] = " m2, m1,,m2 "
+	if diff := cmp.Diff([]string{"m1", "m2"}, Published(lease)); diff != "" {
+		t.Errorf("Published() -want +got:\n%s", diff)
+	}
+}
+
+// The assigner's selection: objects without an owner label, or whose
+// label names no live member; none of a live member's.
+func TestUnowned(t *testing.T) {
+	k := KeysOf("ops", "main")
+	for _, tt := range []struct {
+		live  []string
+		label map[string]string
+		want  bool
+	}{
+		{[]string{"m1", "m2"}, nil, true},
+		{[]string{"m1", "m2"}, map[string]string{k.Owner: "m3"}, true},
+		{[]string{"m1", "m2"}, map[string]string{k.Owner: ""}, true},
+		{[]string{"m1", "m2"}, map[string]string{k.Owner: "m2"}, false},
+		{nil, nil, true},
+		{nil, map[string]string{k.Owner: "m1"}, false},
+	} {
+		sel, err := k.Unowned(tt.live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sel.Matches(labels.Set(tt.label)); got != tt.want {
+			t.Errorf("Unowned(%v) = %s matches %v: %v, want %v", tt.live, sel, tt.label, got, tt.want)
+		}
+	}
+}
