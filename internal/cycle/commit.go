@@ -28,6 +28,14 @@ func (r *Reconciler) commit(ctx context.Context, o Object, eff effects) (reconci
 		r.forgetGone(o, gone)
 		return reconcile.Result{}, nil
 	}
+	if fenced, ok := write.AsFenced(err); ok {
+		// The object moved to another replica since the cycle decided:
+		// nothing landed, and nothing is kept, since the new owner
+		// handles it from what is stored on it (at least once). Its
+		// leaving the cache ends its daemons here.
+		o.Local.Info(fmt.Sprintf("The changes of this cycle were not written: %v.", fenced.Err))
+		return reconcile.Result{}, nil
+	}
 	if err != nil {
 		if !eff.Patch.IsEmpty() {
 			o.Mem.Unwritten = eff.Patch

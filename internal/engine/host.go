@@ -71,6 +71,11 @@ func (h *kindHost) Apply(ctx context.Context, ref daemons.Ref, p *patch.Patch) e
 			"uid", ref.UID, "replaced", gone.Replaced)
 		return nil
 	}
+	if fenced, ok := write.AsFenced(err); ok {
+		h.k.daemonLog.V(1).Info("Patching was skipped: the object is not this replica's any more.", "namespace", ref.Namespace, "name", ref.Name,
+			"why", fenced.Err.Error())
+		return nil
+	}
 	if v := obj.GetResourceVersion(); err == nil && v != read {
 		h.k.memories.DaemonWrote(ref.UID, v)
 	}

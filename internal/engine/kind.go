@@ -68,7 +68,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 		mems = memory.NewStore(s.Memo, retrying, failed, sup.Gone)
 	}
 	k := &kindState{objects: objs, kindLabel: label, clients: cs,
-		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout).WithConditions(objs.Registered.Conditions), memories: mems,
+		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout).WithConditions(objs.Registered.Conditions).WithFence(own.Fence()), memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
 	k.host = &kindHost{k: k, done: sup.Done()}
 	invocations := metrics.InvokedOf(label)

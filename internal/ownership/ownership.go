@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -53,6 +54,12 @@ type Ownership interface {
 	// Bound wraps the engine's clients: a ring member's writes to objects
 	// end with its tenure.
 	Bound(c client.Client) client.Client
+	// Fence tells, from an object's metadata, whether the replica may
+	// still write to it; the engine's writer guards every write so that
+	// the API server refuses it if the object changed since that check
+	// (internal/write, fence.go). Nil: every object is the replica's, and
+	// writes go unguarded by versions.
+	Fence() func(obj metav1.Object) error
 	// Runnables are the manager's runnables of the engine, given what the
 	// engine runs (Engine).
 	Runnables(e Engine) ([]manager.Runnable, error)
@@ -127,6 +134,7 @@ func (Unshared) FoundAtStart(initial bool) bool       { return initial }
 func (Unshared) Entered(client.Object)                {}
 func (Unshared) ReconcilesEveryKind() bool            { return false }
 func (Unshared) Bound(c client.Client) client.Client  { return c }
+func (Unshared) Fence() func(metav1.Object) error     { return nil }
 func (Unshared) Watch(context.Context, func() map[string]int, func(func(string, string) bool)) error {
 	return nil
 }

@@ -112,6 +112,9 @@ func (w *Writer) sendStatus(ctx context.Context, obj client.Object, status map[s
 		if status, err = w.refreshStatus(ctx, obj, status); err != nil {
 			return err
 		}
+		if err := w.fenced(obj); err != nil {
+			return err
+		}
 	}
 }
 

@@ -52,6 +52,9 @@ type Writer struct {
 	// conditions: the kind's status.conditions are the engine's too
 	// (conditions.go).
 	conditions bool
+	// fence, if set, is checked before every write, and the API server
+	// checks that nothing changed since (fence.go).
+	fence Fence
 }
 
 // New is the writer of the kind's objects with the operator's finalizer,
@@ -77,6 +80,9 @@ func (w *Writer) Commit(ctx context.Context, log logr.Logger, obj client.Object,
 func (w *Writer) Acknowledge(ctx context.Context, obj client.Object, ack map[string]any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	defer cancel()
+	// Not fenced: it is the write that moves the object, or puts a label
+	// back on an object that is not this replica's; its resourceVersion
+	// guards it.
 	return w.send(ctx, obj, withUID(obj, ack), false)
 }
 
@@ -91,6 +97,14 @@ func (w *Writer) Write(ctx context.Context, log logr.Logger, obj client.Object, 
 	if err != nil {
 		return false, err
 	}
+	if status != nil || main != nil || fin != KeepFinalizer {
+		// The decision's own view first: an object that the cache or a
+		// live read shows moved gets nothing sent (a daemon's write after
+		// a handover, say).
+		if err := w.fenced(obj); err != nil {
+			return false, err
+		}
+	}
 	if status != nil {
 		if err := w.sendStatus(ctx, obj, status); err != nil {
 			return false, err
@@ -103,14 +117,20 @@ func (w *Writer) Write(ctx context.Context, log logr.Logger, obj client.Object, 
 		return false, nil
 	}
 	main = withUID(obj, main)
-	err = w.send(ctx, obj, main, false)
+	err = w.sendMain(ctx, obj, main)
 	if apierrors.IsConflict(err) && fin != KeepFinalizer {
 		log.V(1).Info("The object changed while its finalizer was being updated; retrying in the next cycle.")
 		rest := withoutFinalizer(main)
 		if rest == nil {
 			return true, nil
 		}
-		return true, w.send(ctx, obj, withUID(obj, rest), false)
+		if w.fence != nil {
+			// The conflict's change may be the object's move.
+			if err := w.refreshFenced(ctx, obj); err != nil {
+				return true, err
+			}
+		}
+		return true, w.sendMain(ctx, obj, withUID(obj, rest))
 	}
 	return false, err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -178,6 +179,20 @@ func (r *Ownership) PutBack(obj client.Object) map[string]any {
 		"resourceVersion": obj.GetResourceVersion(),
 		"labels":          map[string]any{r.keys.Owner: owner},
 	}}
+}
+
+// Fence lets the engine write to an object only while its owner label and
+// its grant name this member; the writer has the API server check that
+// nothing changed since (docs/sharding.md, "Writes fenced by the API
+// server").
+func (r *Ownership) Fence() func(obj metav1.Object) error {
+	return func(obj metav1.Object) error {
+		p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+		if me := r.member.Name(); !p.Handled(me) {
+			return fmt.Errorf("its owner label names %q and its grant %q, not this member %q", p.Owner, p.Granted, me)
+		}
+		return nil
+	}
 }
 
 // FoundAtStart is true for every object that enters the member's cache:

@@ -1,0 +1,102 @@
+package write
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A fenced writer writes to an object only while the object is still
+// its replica's (a ring member's: the grant names it), and has the API
+// server check that, not only its own view (docs/sharding.md, "Writes
+// fenced by the API server"). Every patch, of the object and of /status,
+// carries the resourceVersion that the write's decision saw, which the
+// fence was checked against. The API server compares it before anything
+// else, so a write that was held anywhere on its way (a slow webhook, a
+// stalled etcd, a paused process) lands only if the object has not
+// changed since, and a handover changes it. A conflict reads the object's
+// live metadata (as Refresh does): if the fence still holds on it, the
+// patch goes again with the fresh version (statusAttempts in all); if not,
+// nothing is written, and the error is a *FencedError.
+
+// Fence tells whether this replica may write to the object as its
+// metadata shows it; an error says why not.
+type Fence func(obj metav1.Object) error
+
+// FencedError is what a fenced write returns when the object is no longer
+// its replica's: nothing of the write landed.
+type FencedError struct {
+	Kind string
+	Key  types.NamespacedName
+	Err  error
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("%s %s is not this replica's to write any more: %v", e.Kind, e.Key, e.Err)
+}
+
+func (e *FencedError) Unwrap() error { return e.Err }
+
+// AsFenced reports whether err says that the object is no longer this
+// replica's.
+func AsFenced(err error) (*FencedError, bool) {
+	var fenced *FencedError
+	ok := errors.As(err, &fenced)
+	return fenced, ok
+}
+
+// WithFence makes the writer fenced (nil: not fenced, every write as
+// before).
+func (w *Writer) WithFence(f Fence) *Writer {
+	w.fence = f
+	return w
+}
+
+// fenced checks the fence against obj as it is now; nil if the writer
+// has none.
+func (w *Writer) fenced(obj client.Object) error {
+	if w.fence == nil {
+		return nil
+	}
+	if err := w.fence(obj); err != nil {
+		return &FencedError{Kind: w.gvk.Kind, Key: client.ObjectKeyFromObject(obj), Err: err}
+	}
+	return nil
+}
+
+// sendMain sends a main patch. Unfenced, once, as it is. Fenced, guarded
+// by obj's resourceVersion unless the patch names one already (a
+// finalizer's change, whose conflict is the caller's to handle), and
+// after a conflict again with the live version, while the fence holds.
+func (w *Writer) sendMain(ctx context.Context, obj client.Object, main map[string]any) error {
+	if w.fence == nil {
+		return w.send(ctx, obj, main, false)
+	}
+	if meta, _ := main["metadata"].(map[string]any); meta["resourceVersion"] != nil {
+		return w.send(ctx, obj, main, false)
+	}
+	for attempt := 1; ; attempt++ {
+		guarded := withMeta(main, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
+		err := w.send(ctx, obj, guarded, false)
+		if !apierrors.IsConflict(err) || attempt == statusAttempts {
+			return err
+		}
+		if err := w.refreshFenced(ctx, obj); err != nil {
+			return err
+		}
+	}
+}
+
+// refreshFenced reads the object's live metadata into obj and checks the
+// fence against it.
+func (w *Writer) refreshFenced(ctx context.Context, obj client.Object) error {
+	if err := w.Refresh(ctx, obj); err != nil {
+		return err
+	}
+	return w.fenced(obj)
+}

@@ -1,0 +1,130 @@
+package write
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/internal/write/writetest"
+)
+
+// grantedTo is the fence of a ring member "me": the annotation "grant"
+// must name it.
+func grantedTo(me string) Fence {
+	return func(obj metav1.Object) error {
+		if g := obj.GetAnnotations()["grant"]; g != me {
+			return errors.New("granted to " + g)
+		}
+		return nil
+	}
+}
+
+// grant writes the grant annotation as a handover would.
+func grant(t *testing.T, rig *guardRig, to string) {
+	t.Helper()
+	p := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"grant":"`+to+`"}}}`))
+	if err := rig.Raw.Patch(context.Background(), writetest.Object("a", nil), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A fenced writer lands a write only while the object is still its
+// replica's, as the API server has it when the write arrives: every patch
+// carries the version the decision saw; a conflict reads the object live
+// and goes again only if the fence holds there; a move meanwhile writes
+// nothing and says so.
+func TestFencedWrites(t *testing.T) {
+	tests := []struct {
+		name       string
+		withStatus bool
+		meanwhile  func(t *testing.T, rig *guardRig)
+		requests   []string
+		stored     *writetest.Stored
+		fenced     bool
+	}{
+		{name: "unchanged", withStatus: true,
+			requests: []string{"patch status", "patch"},
+			stored:   &writetest.Stored{UID: "uid-kex", Label: "yes", Result: true}},
+		{name: "changed by someone else: both go again with the fresh version", withStatus: true,
+			meanwhile: func(t *testing.T, rig *guardRig) { rig.SomeoneWrites(t) },
+			requests:  []string{"patch status 409", "patch", "patch status", "patch"},
+			stored:    &writetest.Stored{UID: "uid-kex", Label: "yes", Result: true}},
+		{name: "moved meanwhile: nothing lands", withStatus: true,
+			meanwhile: func(t *testing.T, rig *guardRig) { grant(t, rig, "other") },
+			requests:  []string{"patch status 409", "patch"},
+			stored:    &writetest.Stored{UID: "uid-kex"}, fenced: true},
+		{name: "without /status, moved meanwhile: the main patch's version refuses it",
+			meanwhile: func(t *testing.T, rig *guardRig) { grant(t, rig, "other") },
+			requests:  []string{"patch 409", "patch"},
+			stored:    &writetest.Stored{UID: "uid-kex"}, fenced: true},
+		{name: "without /status, changed by someone else: the main patch goes again",
+			meanwhile: func(t *testing.T, rig *guardRig) { rig.SomeoneWrites(t) },
+			// (The rig's client keeps no status written to the object.)
+			requests: []string{"patch 409", "patch", "patch"},
+			stored:   &writetest.Stored{UID: "uid-kex", Label: "yes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rig := newGuardRig(t, tt.withStatus)
+			rig.w.WithFence(grantedTo("me"))
+			grant(t, rig, "me")
+			obj := rig.Read(t)
+			if tt.meanwhile != nil {
+				tt.meanwhile(t, rig)
+			}
+			rig.Requests, rig.Bodies = nil, nil
+			_, err := rig.w.Commit(context.Background(), logr.Discard(), obj, cyclePatch(), KeepFinalizer)
+			if diff := cmp.Diff(tt.requests, rig.Requests); diff != "" {
+				t.Errorf("requests -want +got:\n%s\nbodies: %q", diff, rig.Bodies)
+			}
+			if _, fenced := AsFenced(err); fenced != tt.fenced || !fenced && err != nil {
+				t.Errorf("commit() = %v, want fenced: %v", err, tt.fenced)
+			}
+			if diff := cmp.Diff(tt.stored, rig.Stored(t)); diff != "" {
+				t.Errorf("the object -want +got:\n%s", diff)
+			}
+			for _, body := range rig.Bodies {
+				if body != `{"metadata":{"uid":"uid-kex"}}` && !strings.Contains(body, `"resourceVersion":"`) {
+					t.Errorf("a fenced write without the resourceVersion: %s", body)
+				}
+			}
+		})
+	}
+}
+
+// An object that the write's own view shows moved gets nothing sent; an
+// unfenced writer sends its main patch without a version, as before.
+func TestFenceBeforeSending(t *testing.T) {
+	rig := newGuardRig(t, true)
+	rig.w.WithFence(grantedTo("me"))
+	grant(t, rig, "other")
+	obj := rig.Read(t)
+	rig.Requests = nil
+	if _, err := rig.w.Commit(context.Background(), logr.Discard(), obj, cyclePatch(), KeepFinalizer); err == nil {
+		t.Error("a write to an object granted to another member was not refused")
+	} else if _, ok := AsFenced(err); !ok {
+		t.Errorf("commit() = %v, want a *FencedError", err)
+	}
+	if len(rig.Requests) != 0 {
+		t.Errorf("requests %v, want none", rig.Requests)
+	}
+
+	unfenced := newGuardRig(t, false)
+	obj = unfenced.Read(t)
+	unfenced.Bodies = nil
+	if _, err := unfenced.w.Commit(context.Background(), logr.Discard(), obj, cyclePatch(), KeepFinalizer); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range unfenced.Bodies {
+		if strings.Contains(body, "resourceVersion") {
+			t.Errorf("an unfenced main patch with a version: %s", body)
+		}
+	}
+}
