@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -155,6 +156,33 @@ func (f *follower) staleReleases(now time.Time) map[string]string {
 		}
 	}
 	return out
+}
+
+// askUnseen asks the API server about a member that this follower has
+// never seen and that an object is granted to: past the doubt such a
+// member has fenced itself, unless this follower's watch of the Leases is
+// what is stuck (one watch stream stalled while the rest of its
+// connection works), and it never heard of a member that is renewing. A
+// Lease of the member that is there and not released counts as a renewal
+// seen now, and the member as live (true); one that is gone or released
+// makes it known gone (false).
+func (f *follower) askUnseen(ctx context.Context, member string) (bool, error) {
+	lease, err := f.a.leases.Leases(f.a.s.Namespace).Get(ctx, leaseName(f.a.s.Ring, member), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		f.live.Forget(member)
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read the Lease of the member %s, which the ring's Leases never showed: %w", member, err)
+	case Released(lease):
+		f.live.Forget(member)
+		return false, nil
+	}
+	f.a.s.Logger.Info("An object is granted to a member whose Lease this replica never saw, though it is there: the watch of the ring's Leases may be stuck; the member counts as live.",
+		"member", member)
+	f.live.Observe(member, lease.ResourceVersion, DeclaredDuration(lease), f.a.s.Clock.Now())
+	f.poke()
+	return true, nil
 }
 
 // poke wakes the term's loop; a wake-up already pending covers this one.

@@ -3,6 +3,7 @@ package ring
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,6 +95,15 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 	mv, ok := sharding.Place(sharding.ObjectKey(k.Namespace, k.Name), s.now, live, func(member string) bool { return t.f.live.Doubtful(member, t.a.s.Clock.Now()) })
 	if !ok {
 		return mv, false, nil
+	}
+	if g := s.now.Granted; g != "" && g != mv.Owner && !slices.Contains(live, g) && t.f.live.Unseen(g) {
+		alive, err := t.f.askUnseen(ctx, g)
+		if err != nil {
+			return mv, false, err
+		}
+		if alive {
+			return sharding.Move{}, false, nil // it stays; the follower counts the member now
+		}
 	}
 	body, err := patchBody(t.a.keys, s, mv)
 	if err != nil {

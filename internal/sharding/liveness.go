@@ -31,6 +31,9 @@ type Liveness struct {
 	since time.Time
 	// forgotten are the members forgotten while in doubt: known gone.
 	forgotten map[string]bool
+	// ended are all the members ever forgotten: Unseen tells those from
+	// members never seen at all.
+	ended map[string]bool
 }
 
 // sighting is a Lease's version, when this observer first saw it, and how
@@ -45,7 +48,7 @@ type sighting struct {
 // the observer's own setting, which a member's Lease can lengthen but not
 // shorten (see Observe).
 func NewLiveness(leaseDuration time.Duration) *Liveness {
-	return &Liveness{duration: leaseDuration, seen: map[string]sighting{}, forgotten: map[string]bool{}}
+	return &Liveness{duration: leaseDuration, seen: map[string]sighting{}, forgotten: map[string]bool{}, ended: map[string]bool{}}
 }
 
 // Listed records that the observer has listed the Leases, at now: from
@@ -111,9 +114,21 @@ func (l *Liveness) Forget(member string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.seen, member)
+	l.ended[member] = true
 	if l.forgotten != nil {
 		l.forgotten[member] = true
 	}
+}
+
+// Unseen reports whether the observer knows nothing of a member: it never
+// saw its Lease, nor forgot it. Past the doubt, such a member is dead,
+// unless the observer's watch of the Leases is the one that is stuck; the
+// assigner asks the API server before it moves the member's objects.
+func (l *Liveness) Unseen(member string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, seen := l.seen[member]
+	return !seen && !l.ended[member]
 }
 
 // Live is the sorted list of members live at now.

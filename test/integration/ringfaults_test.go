@@ -1,9 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"maps"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -186,4 +191,99 @@ func TestANewAssignerDoubtsOnlyMembersItNeverSaw(t *testing.T) {
 	if err := stop3(); !errors.Is(err, ring.ErrLeaseDeleted) {
 		t.Errorf("the member whose Lease was deleted: Start() = %v, want %v", err, ring.ErrLeaseDeleted)
 	}
+}
+
+// An assigner whose watch of the ring's Leases is stuck (one stream
+// stalled while the rest of its connection works) never hears of a member
+// that joined after its listing. Past its doubt such a member would count
+// as dead, and its objects would move while it works on them; instead the
+// assigner asks the API server for the member's Lease before it moves
+// anything granted to it, finds it there, and leaves the objects alone.
+func TestAStuckLeaseWatchMovesNoObjectOfAMemberItNeverSaw(t *testing.T) {
+	checkLeaks(t)
+	ns := env.Namespace(t)
+	m1, m2, m3, _, _ := startThree(t, ns, nil)
+	_, stopA := startAssigner(t, ns, "assigner-a", ringLease)
+	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
+	stopA()
+
+	var stalled atomic.Int32
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			if !strings.HasSuffix(req.URL.Path, "/leases") || req.URL.Query().Get("watch") != "true" {
+				return rt.RoundTrip(req)
+			}
+			stalled.Add(1)
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				return resp, err
+			}
+			// client-go lists through the watch (its watch-list) when it
+			// can: the listing passes, and the stream stalls after it.
+			resp.Body = &stallAfterListing{ReadCloser: resp.Body, done: req.Context().Done(),
+				listed: req.URL.Query().Get("sendInitialEvents") != "true"}
+			return resp, nil
+		})
+	})
+	fake := clocktesting.NewFakeClock(time.Now())
+	logsB, _ := startAssignerOn(t, ns, "assigner-b", ringLease, fake, cfg)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("B's log: %q", logsB.all())
+		}
+	})
+	eventually(t, "B is the assigner", func() bool { return logsB.has("This replica is the ring's assigner.") })
+	eventually(t, "B's watch of the Leases is stuck", func() bool { return stalled.Load() > 0 })
+
+	m4, _ := startMember(t, ns, "kopf@host-4", nil)
+	given := 0
+	for name, p := range placements(t, ns) {
+		if p.owner == m1.Name() && given < 3 {
+			acknowledge(t, ns, name, m4.Name()) // handed over, as an owner does
+			given++
+		}
+	}
+	before := placements(t, ns)
+	// Every member renews since B's listing (as they would within the
+	// lease duration that B's clock is about to jump), so that B's
+	// conditional deletions of their Leases conflict and count them as
+	// renewed: B hears of no renewal through its watch.
+	seenRenewing(t, ns, m1, m2, m3, m4)
+	// Past B's doubt about members it never saw.
+	fake.Step(ringLease + time.Second)
+	// B has placed the objects without a live owner among the members it
+	// knows within a second or two of the step (it did before the fix):
+	// watch five.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for name, p := range placements(t, ns) {
+			if before[name].owner == m4.Name() && p.owner != m4.Name() {
+				t.Fatalf("%s moved from %s, which is live, to %s", name, m4.Name(), p.owner)
+			}
+		}
+	}
+	if !logsB.has("whose Lease this replica never saw", m4.Name()) {
+		t.Error("B did not say that it found a member it never saw")
+	}
+}
+
+// stallAfterListing is a watch stream that delivers its initial events
+// (those up to the bookmark that ends them) and then nothing, until its
+// request ends; listed: there are none, it stalls at once.
+type stallAfterListing struct {
+	io.ReadCloser
+	done   <-chan struct{}
+	listed bool
+}
+
+func (s *stallAfterListing) Read(p []byte) (int, error) {
+	if s.listed {
+		<-s.done
+		return 0, io.EOF
+	}
+	n, err := s.ReadCloser.Read(p)
+	if bytes.Contains(p[:n], []byte("k8s.io/initial-events-end")) {
+		s.listed = true
+	}
+	return n, err
 }
