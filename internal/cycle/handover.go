@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,8 +26,10 @@ const handoverPolling = 5 * time.Second
 // still run. Then the owner label and the grant move to the next member in
 // one write guarded by the resourceVersion (and the uid): the
 // acknowledgement, and this member's last write to the object. A conflict
-// means the object changed: the next cycle looks at it again. An object
-// that is gone gets nothing.
+// means the object changed, or that the cache lags behind: the write goes
+// once more with the live version, if the object is still this
+// replica's (handOverLive); a second conflict is looked at again in the
+// next cycle. An object that is gone gets nothing.
 
 // handoverConflictDelay is when a handover that met a changed object looks
 // again, if no watch event comes first.
@@ -48,7 +51,15 @@ func (r *Reconciler) handOver(ctx context.Context, o Object, t triaged) (reconci
 	r.markHandedOver(o.Obj.GetUID())
 	ack, settle := r.own.LetGo(o.Obj, t.Next)
 	err := r.writer.Acknowledge(ctx, o.Obj, ack)
+	if apierrors.IsConflict(err) {
+		err = r.handOverLive(ctx, o, t)
+	}
 	settle(err == nil)
+	if errors.Is(err, errMovedMeanwhile) {
+		r.handed.Delete(o.Obj.GetUID())
+		o.Local.V(1).Info("The object was no longer this replica's when it was handed over; nothing was written.")
+		return reconcile.Result{}, nil
+	}
 	if err != nil {
 		r.handed.Delete(o.Obj.GetUID())
 	}
@@ -67,6 +78,28 @@ func (r *Reconciler) handOver(ctx context.Context, o Object, t triaged) (reconci
 	}
 	o.Local.V(1).Info(fmt.Sprintf("Handed the object over to %s.", t.Next))
 	return reconcile.Result{}, nil
+}
+
+// errMovedMeanwhile: the live object is no longer this replica's to hand
+// over.
+var errMovedMeanwhile = errors.New("the object moved meanwhile")
+
+// handOverLive writes a handover whose first write met a changed object
+// once more, with the object's live version, if it is still this
+// replica's (its fence holds on the live metadata). The cache may lag far
+// behind (its watch stalled while the member's Lease renews): the next
+// cycle would see the same stale version, and the handover would never
+// complete. Nothing of the handover depends on the object's body: its
+// daemons have stopped, and the next owner handles whatever changed.
+func (r *Reconciler) handOverLive(ctx context.Context, o Object, t triaged) error {
+	if err := r.writer.Refresh(ctx, o.Obj); err != nil {
+		return err
+	}
+	if fence := r.own.Fence(); fence != nil && fence(o.Obj) != nil {
+		return errMovedMeanwhile
+	}
+	ack, _ := r.own.LetGo(o.Obj, t.Next)
+	return r.writer.Acknowledge(ctx, o.Obj, ack)
 }
 
 // standBy runs nothing for an object that is in the cache but not this

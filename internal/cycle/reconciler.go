@@ -90,6 +90,9 @@ type Writer interface {
 	// Acknowledge writes a handover's acknowledgement, guarded by the
 	// object's resourceVersion.
 	Acknowledge(ctx context.Context, obj client.Object, ack map[string]any) error
+	// Refresh reads the object's live metadata into obj (a *GoneError if
+	// another object has its name now, or none).
+	Refresh(ctx context.Context, obj client.Object) error
 }
 
 // Handlers run one round of the change handlers of a cause (Round).
