@@ -96,13 +96,22 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string) (shardin
 	if !ok {
 		return mv, false, nil
 	}
-	if g := s.now.Granted; g != "" && g != mv.Owner && !slices.Contains(live, g) && t.f.live.Unseen(g) {
-		alive, err := t.f.askUnseen(ctx, g)
-		if err != nil {
-			return mv, false, err
+	if g := s.now.Granted; g != "" && g != mv.Owner && !slices.Contains(live, g) {
+		// The object is taken from a member that was not live when this
+		// placement began. It stays if the member is live now (the
+		// members changed meanwhile: the next round places it), or if it
+		// is one the follower never saw and the API server has its Lease.
+		if t.f.live.IsLive(g, t.a.s.Clock.Now()) {
+			return sharding.Move{}, false, nil
 		}
-		if alive {
-			return sharding.Move{}, false, nil // it stays; the follower counts the member now
+		if t.f.live.Unseen(g) {
+			alive, err := t.f.askUnseen(ctx, g)
+			if err != nil {
+				return mv, false, err
+			}
+			if alive {
+				return sharding.Move{}, false, nil // the follower counts the member now
+			}
 		}
 	}
 	body, err := patchBody(t.a.keys, s, mv)

@@ -131,6 +131,14 @@ func (l *Liveness) Unseen(member string) bool {
 	return !seen && !l.ended[member]
 }
 
+// IsLive reports whether a member is live at now.
+func (l *Liveness) IsLive(member string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.seen[member]
+	return ok && now.Sub(s.at) < s.lasts
+}
+
 // Live is the sorted list of members live at now.
 func (l *Liveness) Live(now time.Time) []string {
 	l.mu.Lock()

@@ -146,3 +146,25 @@ func TestDoubt(t *testing.T) {
 		t.Error("still in doubt a lease duration after the first listing")
 	}
 }
+
+// A member is live until its lease has run out since it was seen; one
+// never seen or forgotten is not, and Unseen tells the never seen.
+func TestIsLiveAndUnseen(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	l := NewLiveness(15 * time.Second)
+	l.Observe("a", "1", 0, t0)
+	l.Observe("b", "1", 0, t0)
+	l.Forget("b")
+	switch {
+	case !l.IsLive("a", t0.Add(14*time.Second)):
+		t.Error("a is not live within its lease")
+	case l.IsLive("a", t0.Add(15*time.Second)):
+		t.Error("a is live after its lease")
+	case l.IsLive("b", t0), l.IsLive("c", t0):
+		t.Error("a forgotten or never seen member is live")
+	case l.Unseen("a"), l.Unseen("b"):
+		t.Error("a seen or forgotten member is unseen")
+	case !l.Unseen("c"):
+		t.Error("a member never seen is not unseen")
+	}
+}
