@@ -82,6 +82,11 @@ func (s source) reflector(selector string, seen func(key, *metav1.PartialObjectM
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
+			// A consistent read, not the watch cache's "any version" that
+			// a reflector asks for at first: a dead or departed member's
+			// last writes are then in the listing, and its objects are not
+			// placed from versions that conflict.
+			opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 			return s.res.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
