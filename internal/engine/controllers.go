@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -163,11 +164,7 @@ func (e *engine) recallGone(ctx context.Context, c cache.Cache, kinds []*kindSta
 				r.memories.Forget(key) // no controller, no daemons: nothing else to end
 				continue
 			}
-			obj.SetNamespace(key.Namespace)
-			obj.SetName(key.Name)
-			select {
-			case r.events <- event.GenericEvent{Object: obj}:
-			case <-ctx.Done():
+			if !r.request(ctx, key) {
 				return
 			}
 		}
@@ -184,18 +181,24 @@ func (e *engine) recheck(ctx context.Context, kinds []*kindState, stray func(nam
 			continue
 		}
 		for _, key := range r.memories.Keys() {
-			if !stray(key.Namespace, key.Name) {
-				continue
-			}
-			obj := r.objects.New()
-			obj.SetNamespace(key.Namespace)
-			obj.SetName(key.Name)
-			select {
-			case r.events <- event.GenericEvent{Object: obj}:
-			case <-ctx.Done():
+			if stray(key.Namespace, key.Name) && !r.request(ctx, key) {
 				return
 			}
 		}
+	}
+}
+
+// request asks the kind's controller for a reconcile of the object under
+// key; false if ctx ended first.
+func (r *kindState) request(ctx context.Context, key types.NamespacedName) bool {
+	obj := r.objects.New()
+	obj.SetNamespace(key.Namespace)
+	obj.SetName(key.Name)
+	select {
+	case r.events <- event.GenericEvent{Object: obj}:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
