@@ -147,6 +147,10 @@ type takeoverFigures struct {
 	// on a live replica; elected, when the assigner was killed, until
 	// another replica said it is the assigner.
 	labelled, handled, elected time.Duration
+	// firstMoved runs until the first of its objects was labelled with
+	// another: what came before is waiting out the lease, what came
+	// after is writing the labels.
+	firstMoved time.Duration
 }
 
 // ringTakeover has a ring of 3 replicas, with a daemon for every object,
@@ -202,6 +206,9 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 			if f.assigner && f.elected == 0 && strings.Count(rep.op.proc.Output(), assignerLine) > terms[rep] {
 				f.elected = now.Sub(begin)
 			}
+		}
+		if f.firstMoved == 0 && obs.ownedBy(victim.member) < f.objects {
+			f.firstMoved = now.Sub(begin)
 		}
 		if f.labelled == 0 && obs.ownedBy(victim.member) == 0 {
 			f.labelled = now.Sub(begin)

@@ -59,6 +59,9 @@ type config struct {
 	identity        string
 	handlerDelay    time.Duration
 	assignerWorkers int
+	// countEvents counts the events the watches receive, besides the
+	// requests (BenchmarkShardingScale).
+	countEvents bool
 }
 
 func run() error {
@@ -74,6 +77,7 @@ func run() error {
 	flag.StringVar(&c.identity, "identity", "", "forkind only: the replica's identity (Options.Identity; its member name in the ring is a hash of it)")
 	flag.IntVar(&c.assignerWorkers, "assigner-workers", 0, "forkind only: objects the ring's assigner writes at once (Options.Sharding.AssignerWorkers; 0: the default)")
 	flag.DurationVar(&c.handlerDelay, "handler-delay", 0, "forkind only: the create handler waits this long (simulated I/O), or until its context ends")
+	flag.BoolVar(&c.countEvents, "count-events", false, "count the events that watches receive too (keys \"events watch <resource>\" in the stats)")
 	klog.InitFlags(nil) // -v=N shows client-go's own log lines on stderr
 	flag.Parse()
 
@@ -115,7 +119,7 @@ func run() error {
 	// Every variant leaves throttling to the API server, as kopf-go's
 	// runner and controller-runtime's GetConfig do.
 	cfg.QPS = -1
-	counter := &requests.Counter{}
+	counter := &requests.Counter{Events: c.countEvents}
 	counter.Instrument(cfg)
 
 	rec := newRecorder()

@@ -5,6 +5,8 @@
 package requests
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +16,11 @@ import (
 
 // Counter counts requests. The zero value is ready.
 type Counter struct {
+	// Events, if set, counts the events that watches receive too (keys
+	// with EventsPrefix); off by default, so that the other benchmarks'
+	// sums over all keys stay sums of requests.
+	Events bool
+
 	mu     sync.Mutex
 	counts map[string]int
 }
@@ -37,13 +44,15 @@ func (c *Counter) Counts() map[string]int {
 	return out
 }
 
-func (c *Counter) add(key string) {
+func (c *Counter) add(key string) { c.addN(key, 1) }
+
+func (c *Counter) addN(key string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.counts == nil {
 		c.counts = map[string]int{}
 	}
-	c.counts[key]++
+	c.counts[key] += n
 }
 
 type roundTripper struct {
@@ -52,13 +61,94 @@ type roundTripper struct {
 }
 
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	key := Key(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	query := req.URL.Query()
+	key := Key(req.Method, req.URL.Path, query.Get("watch"))
 	r.counter.add(key)
 	resp, err := r.next.RoundTrip(req)
 	if err == nil && resp.StatusCode == http.StatusConflict {
 		r.counter.add(conflictPrefix + key)
 	}
+	if r.counter.Events && err == nil && resp.StatusCode == http.StatusOK && strings.HasPrefix(key, "watch ") {
+		events := EventsPrefix + key
+		if Unowned(query.Get("labelSelector")) {
+			events += UnownedSuffix
+		}
+		framed := strings.Contains(resp.Header.Get("Content-Type"), "protobuf")
+		resp.Body = &eventCounter{ReadCloser: resp.Body, counter: r.counter, key: events, framed: framed}
+	}
 	return resp, err
+}
+
+// EventsPrefix marks the counts of the events that watches received:
+// "events watch kopfexamples", bookmarks included. A watch of JSON sends
+// one event a line, so its lines are counted as they are read; one of
+// protobuf (the metadata-only watches' default) sends frames, each after
+// its length in 4 bytes, big-endian, so its frames are. The verb of such
+// a key is "events", which is neither a read nor a write.
+const EventsPrefix = "events "
+
+// UnownedSuffix marks the events of the watches whose label selector picks
+// the objects that no live member owns (a sharding ring's assigner's:
+// "owner notin (members)", or "!owner" when there are none):
+// "events watch kopfexamples unowned".
+const UnownedSuffix = " unowned"
+
+// Unowned tells whether a label selector is a ring assigner's: a notin
+// requirement, or one of a label's absence.
+func Unowned(selector string) bool {
+	return strings.Contains(selector, " notin ") || strings.HasPrefix(selector, "!")
+}
+
+// eventCounter counts the events of a watch's body as they are read:
+// its lines, or its frames if framed.
+type eventCounter struct {
+	io.ReadCloser
+	counter *Counter
+	key     string
+	framed  bool
+	// header is how many bytes of the next frame's length were read, and
+	// length what they say so far; rest is how much of the frame's body
+	// is still to come.
+	header int
+	length uint32
+	rest   uint32
+}
+
+func (e *eventCounter) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if events := e.countOf(p[:n]); events > 0 {
+		e.counter.addN(e.key, events)
+	}
+	return n, err
+}
+
+// countOf counts the events that b, the body's next bytes, begins.
+func (e *eventCounter) countOf(b []byte) int {
+	if !e.framed {
+		return bytes.Count(b, []byte{'\n'})
+	}
+	return e.frames(b)
+}
+
+// frames follows the frames through b and counts those whose length was
+// read in full.
+func (e *eventCounter) frames(b []byte) int {
+	events := 0
+	for len(b) > 0 {
+		if e.rest > 0 {
+			skip := min(uint32(len(b)), e.rest)
+			e.rest -= skip
+			b = b[skip:]
+			continue
+		}
+		e.length = e.length<<8 | uint32(b[0])
+		b = b[1:]
+		if e.header++; e.header == 4 {
+			events++
+			e.rest, e.header, e.length = e.length, 0, 0
+		}
+	}
+	return events
 }
 
 // conflictPrefix marks the counts of requests that the API server

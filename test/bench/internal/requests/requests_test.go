@@ -63,3 +63,45 @@ func TestConflictsCounted(t *testing.T) {
 		t.Error("a conflict's count is taken for a write")
 	}
 }
+
+func TestEventCounter(t *testing.T) {
+	frame := func(body string) []byte {
+		n := len(body)
+		return append([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, body...)
+	}
+	// A frame's body may hold newlines and be split anywhere.
+	stream := append(append(frame("a\nb"), frame("")...), frame(string(make([]byte, 300)))...)
+	for _, tt := range []struct {
+		name   string
+		framed bool
+		body   []byte
+		want   int
+	}{
+		{"json", false, []byte("{\"type\":\"ADDED\"}\n{\"type\":\"BOOKMARK\"}\n"), 2},
+		{"protobuf", true, stream, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Counter{}
+			e := &eventCounter{counter: c, key: "k", framed: tt.framed}
+			for _, b := range tt.body {
+				e.counter.addN(e.key, e.countOf([]byte{b}))
+			}
+			if got := c.Counts()["k"]; got != tt.want {
+				t.Errorf("counted %d events, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnowned(t *testing.T) {
+	for selector, want := range map[string]bool{
+		"ns.shard.kopf.dev/ring notin (a,b)": true,
+		"!ns.shard.kopf.dev/ring":            true,
+		"ns.shard.kopf.dev/ring=a":           false,
+		"":                                   false,
+	} {
+		if got := Unowned(selector); got != want {
+			t.Errorf("Unowned(%q) = %v, want %v", selector, got, want)
+		}
+	}
+}
