@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/internal/jitter"
 )
 
 // A fenced writer writes to an object only while the object is still
@@ -21,7 +24,7 @@ import (
 // stalled etcd, a paused process) lands only if the object has not
 // changed since, and a handover changes it. A conflict reads the object's
 // live metadata (as Refresh does): if the fence still holds on it, the
-// patch goes again with the fresh version (statusAttempts in all); if not,
+// patch goes again with the fresh version (fencedAttempts in all); if not,
 // nothing is written, and the error is a *FencedError.
 
 // Fence tells whether this replica may write to the object as its
@@ -83,12 +86,34 @@ func (w *Writer) sendMain(ctx context.Context, obj client.Object, main map[strin
 	for attempt := 1; ; attempt++ {
 		guarded := withMeta(main, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
 		err := w.send(ctx, obj, guarded, false)
-		if !apierrors.IsConflict(err) || attempt == statusAttempts {
+		if !apierrors.IsConflict(err) || attempt == fencedAttempts {
+			return err
+		}
+		if err := fencedPause(ctx, attempt); err != nil {
 			return err
 		}
 		if err := w.refreshFenced(ctx, obj); err != nil {
 			return err
 		}
+	}
+}
+
+// fencedAttempts bounds the sends of one fenced main patch. The engine's
+// own writers of one object (its cycle, its daemons and timers) conflict
+// with each other where unfenced patches would not, so a fenced patch
+// goes again more often than a status patch does, a little later each
+// time (fencedPause), before the conflict is the write's error.
+const fencedAttempts = 8
+
+// fencedPause waits before the next attempt of a fenced patch: 10 ms
+// doubling, with jitter, so that the object's other writers finish first.
+func fencedPause(ctx context.Context, attempt int) error {
+	d := jitter.Default().Apply(10 * time.Millisecond << min(attempt-1, 4))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 

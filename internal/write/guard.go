@@ -78,6 +78,16 @@ func withMeta(main map[string]any, set func(meta map[string]any)) map[string]any
 	return out
 }
 
+// attempts bounds the sends of one status patch: more, and paused, for a
+// fenced writer, whose every patch conflicts with the object's other
+// writers (fence.go).
+func (w *Writer) attempts() int {
+	if w.fence != nil {
+		return fencedAttempts
+	}
+	return statusAttempts
+}
+
 // withUID makes the object's uid the main patch's precondition.
 func withUID(obj client.Object, main map[string]any) map[string]any {
 	return withMeta(main, func(meta map[string]any) { meta["uid"] = string(obj.GetUID()) })
@@ -106,8 +116,13 @@ func (w *Writer) sendStatus(ctx context.Context, obj client.Object, status map[s
 			}
 			return fmt.Errorf("patch the status of %s %s: the status subresource is not served", w.gvk.Kind, client.ObjectKeyFromObject(obj))
 		}
-		if !apierrors.IsConflict(err) || attempt == statusAttempts {
+		if !apierrors.IsConflict(err) || attempt == w.attempts() {
 			return err
+		}
+		if w.fence != nil {
+			if err := fencedPause(ctx, attempt); err != nil {
+				return err
+			}
 		}
 		if status, err = w.refreshStatus(ctx, obj, status); err != nil {
 			return err

@@ -66,9 +66,10 @@ func (g *Gate) Wait(ctx context.Context, gvk schema.GroupVersionKind) {
 	for {
 		inEffect, why, err := g.inEffect(ctx, gvk)
 		if inEffect {
-			if waiting {
-				g.Logger.Info("The API server converts the kind through the webhook: watching it now.", "kind", gk.String())
-			}
+			// Said whether it waited or not: a conversion taken up within
+			// the first look waits for nothing, and the line still tells
+			// when the kind's watch began.
+			g.Logger.Info("The API server converts the kind through the webhook: watching it now.", "kind", gk.String(), "waited", waiting)
 			g.passed.Store(gk, true)
 			return
 		}
