@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/test/faults/activity"
+	"github.com/kopf-go/kopf/test/faults/checker"
 )
 
 // recentTail is how much of a member's records file is read to see what
@@ -49,6 +50,14 @@ func (m *member) activeOn(window time.Duration) []string {
 	return out
 }
 
+// pickWindow is how recent a candidate's activity must be: well inside
+// the checker's LookBack, which judges whether the fault found the
+// victim active, since the fault begins a moment after the pick (a
+// candidate last active a second before the pick was, at the fault's
+// start, no longer active in the checker's eyes, and the fault "tested
+// nothing"). Every running daemon beats every 50 ms.
+const pickWindow = checker.LookBack / 2
+
 // pick chooses a victim and marks it busy until release: a member that
 // is up, under no other fault, not the assigner (whose faults would
 // test its re-election too, which TestChaos does), not the one that
@@ -62,7 +71,7 @@ func (r *ring) pick(ctx context.Context, slow time.Duration, rng *rand.Rand, all
 		r.mu.Lock()
 		busy := r.busy[m.PodID()]
 		r.mu.Unlock()
-		if busy || !m.Up() || m.ignoreStop || (!allowAssigner && m.PodID() == assigner) || len(m.activeOn(time.Second)) == 0 {
+		if busy || !m.Up() || m.ignoreStop || (!allowAssigner && m.PodID() == assigner) || len(m.activeOn(pickWindow)) == 0 {
 			continue
 		}
 		if slow < 0 || m.slow == slow {
