@@ -169,22 +169,28 @@ func ringTakeover(tb testing.TB, n int) []takeoverFigures {
 	r.waitDaemons(n, phaseTimeout)
 	var out []takeoverFigures
 	for _, killAssigner := range []bool{false, true} {
-		assigner := r.assigner()
-		if assigner == nil {
-			tb.Fatal("no running replica is the ring's assigner")
-		}
-		victim := assigner
-		if !killAssigner {
-			victim = r.replicas[0]
-			if victim == assigner {
-				victim = r.replicas[1]
-			}
-		}
+		victim := r.victim(killAssigner)
 		out = append(out, r.kill(obs, victim, n))
 	}
 	deleteAll(tb, driver, obs, ns, n)
 	r.stopAll()
 	return out
+}
+
+// victim is the replica to kill: the assigner, or a replica that is not.
+func (r *benchRing) victim(assigner bool) *replica {
+	r.tb.Helper()
+	a := r.assigner()
+	if a == nil {
+		r.tb.Fatal("no running replica is the ring's assigner")
+	}
+	if assigner {
+		return a
+	}
+	if r.replicas[0] != a {
+		return r.replicas[0]
+	}
+	return r.replicas[1]
 }
 
 // kill sends SIGKILL to a replica and times its objects until they are

@@ -235,17 +235,7 @@ func scaleTakeover(tb testing.TB, f *scaleFigures) {
 	tb.Logf("scale, takeover, %d objects: created placed and handled in %.1f s, all daemons running %.1f s later; the replicas wrote to them %d times after",
 		n, f.created["takeover"].Seconds(), daemons.Seconds(), f.idleWrites["takeover"])
 	for _, killAssigner := range []bool{false, true} {
-		assigner := r.assigner()
-		if assigner == nil {
-			tb.Fatal("no running replica is the ring's assigner")
-		}
-		victim := assigner
-		if !killAssigner {
-			victim = r.replicas[0]
-			if victim == assigner {
-				victim = r.replicas[1]
-			}
-		}
+		victim := r.victim(killAssigner)
 		k := r.kill(obs, victim, n+1)
 		f.takeovers = append(f.takeovers, k)
 		tb.Logf("scale, takeover, %d objects: %s", n, k.summary())
