@@ -109,10 +109,21 @@ func (t *term) sweep(ctx context.Context) {
 			})
 			watching.Go(func() { r.RunWithContext(wctx) })
 		}
-		select {
-		case <-ctx.Done():
-		case <-t.swept:
-		case <-changed: // a nil channel: never
+		// A poke for the round these watches already select (the term's
+		// first count pokes before the sweep begins) lists nothing anew:
+		// at a new assigner's start that listing is the predecessor's
+		// whole share.
+		for current := true; current; {
+			select {
+			case <-ctx.Done():
+				current = false
+			case <-changed: // a nil channel: never
+				current = false
+			case <-t.swept:
+				t.mu.Lock()
+				current = t.round == round
+				t.mu.Unlock()
+			}
 		}
 		stop()
 		watching.Wait()
