@@ -27,22 +27,22 @@ import (
 // the low-level handlers on its informers, and the objects the cache no
 // longer has recalled.
 
-// controllers points the kinds at a client on the run's cache, and makes
-// the controllers of those that reconcile.
-func (e *engine) controllers(c cache.Cache, kinds []*kindState) ([]controller.Controller, error) {
+// controllers points the kinds at a client on the run's reader, and makes
+// the controllers of those that reconcile, on the run's cache.
+func (e *engine) controllers(reader client.Reader, c cache.Cache, kinds []*kindState) (map[*kindState]controller.Controller, error) {
 	// Reads come from the run's cache for every kind, unstructured ones
 	// included: controller-runtime sends unstructured reads to the API
 	// server unless told otherwise, which would cost one GET per reconcile
 	// of every kind registered with ForKind.
 	runClient, err := client.New(e.mgr.GetConfig(), client.Options{
 		HTTPClient: e.httpClient, Scheme: e.mgr.GetScheme(), Mapper: e.mapper,
-		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
+		Cache: &client.CacheOptions{Reader: reader, Unstructured: true},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create a client on the cache: %w", err)
 	}
 	runClient = e.wrap(runClient)
-	var ctrls []controller.Controller
+	ctrls := map[*kindState]controller.Controller{}
 	for _, r := range kinds {
 		r.clients.Set(runClient)
 		if !r.reconciles() {
@@ -52,7 +52,7 @@ func (e *engine) controllers(c cache.Cache, kinds []*kindState) ([]controller.Co
 		if err != nil {
 			return nil, err
 		}
-		ctrls = append(ctrls, ctrl)
+		ctrls[r] = ctrl
 	}
 	return ctrls, nil
 }
@@ -61,11 +61,25 @@ func (e *engine) controllers(c cache.Cache, kinds []*kindState) ([]controller.Co
 // have them on the run's informers, and waits until the first listing of
 // every indexed kind has been indexed.
 func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*kindState) error {
+	return e.lowLevelOn(ctx, c, kinds, true)
+}
+
+// lowLevelOn registers the low-level handlers on the informers of a cache
+// of the run: the run's own (fresh: the indices start empty), or one of
+// its adoption caches (adoption.go), whose objects are added to the
+// indices, those of them that this replica adopts.
+func (e *engine) lowLevelOn(ctx context.Context, c cache.Cache, kinds []*kindState, fresh bool) error {
 	var indexed []toolscache.InformerSynced
 	for _, r := range kinds {
 		for _, h := range r.objects.Registered.Indexing {
-			e.indices.Ensure(h.ID).Clear()
+			if fresh {
+				e.indices.Ensure(h.ID).Clear()
+			}
 		}
+	}
+	var accept func(client.Object) bool
+	if !fresh {
+		accept = e.own.Adopts
 	}
 	for _, r := range kinds {
 		if len(r.objects.Registered.Indexing) == 0 && len(r.objects.Registered.Watching) == 0 {
@@ -80,7 +94,7 @@ func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*kindState
 		}
 		handler := lowlevel.New(ctx, lowlevel.Kind{Registered: r.objects.Registered, Objects: r.objects, Label: r.kindLabel, Memories: r.memories,
 			Own: r.own, Indices: r.settings.Indices, Clock: r.settings.Clock, Backoff: r.settings.Daemons.DefaultBackoff,
-			HandedOver: r.cycles.WasHandedOver, Reconciles: r.reconciles(), Context: r.handlerContext, Apply: r.host.Apply},
+			HandedOver: r.leftCache, Accept: accept, Reconciles: r.reconciles(), Context: r.handlerContext, Apply: r.host.Apply},
 			e.mgr.GetLogger().WithValues("controller", controllerName(r.objects.GVK)))
 		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: handler.OnAdd, UpdateFunc: handler.OnUpdate, DeleteFunc: handler.OnDelete,

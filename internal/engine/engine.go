@@ -10,9 +10,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kopf-go/kopf/internal/daemons"
@@ -46,6 +48,9 @@ type engine struct {
 	// cacheOf makes a run's cache of the given namespaces (none: the
 	// whole cluster) for the kinds.
 	cacheOf func(namespaces []string, kinds []*kindState) (cache.Cache, error)
+	// adoptCacheOf makes a run's cache of the objects of a retired ring
+	// member (adoption.go).
+	adoptCacheOf func(namespaces []string, kinds []*kindState, sel labels.Selector) (cache.Cache, error)
 	// served are the namespaces served now.
 	served *scopes.Served
 	// runCache is the current run's cache; nil between runs.
@@ -227,7 +232,12 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	}
 	e.runCache.Store(&c)
 	defer e.runCache.Store(nil)
-	ctrls, err := e.controllers(c, kinds)
+	adopt := &adoption{e: e, namespaces: namespaces, kinds: kinds, caches: map[string]*adoptCache{}}
+	reader, err := e.runReader(c, adopt, kinds)
+	if err != nil {
+		return err
+	}
+	byKind, err := e.controllers(reader, c, kinds)
 	defer func() {
 		for _, r := range kinds {
 			r.clients.Set(nil)
@@ -235,6 +245,13 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	}()
 	if err != nil {
 		return err
+	}
+	adopt.ctrls = byKind
+	var ctrls []controller.Controller
+	for _, r := range kinds {
+		if ctrl, ok := byKind[r]; ok {
+			ctrls = append(ctrls, ctrl)
+		}
 	}
 	var childCache cache.Cache
 	var recalls []func(context.Context)
@@ -279,6 +296,10 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 			e.recallGone(ctx, c, kinds)
 			return nil
 		})
+		start(func(ctx context.Context) error {
+			adopt.run(ctx)
+			return nil
+		})
 		for _, recall := range recalls {
 			start(func(ctx context.Context) error {
 				recall(ctx)
@@ -292,6 +313,25 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// runReader is what the run's clients read the engine's kinds from: the
+// run's cache, and for a ring member that adopts, its adoption caches
+// and, between them, the API server (adoption.go).
+func (e *engine) runReader(c cache.Cache, adopt *adoption, kinds []*kindState) (client.Reader, error) {
+	fence := e.own.Fence()
+	if fence == nil || e.own.ClaimAdopted() == nil {
+		return c, nil
+	}
+	live, err := client.New(e.mgr.GetConfig(), client.Options{HTTPClient: e.httpClient, Scheme: e.mgr.GetScheme(), Mapper: e.mapper})
+	if err != nil {
+		return nil, fmt.Errorf("create a client of the API server: %w", err)
+	}
+	gvks := map[string]bool{}
+	for _, r := range kinds {
+		gvks[r.objects.GVK.String()] = true
+	}
+	return &runReader{main: c, a: adopt, live: live, fence: fence, kinds: gvks, scheme: e.mgr.GetScheme()}, nil
 }
 
 // parts are what the ownership gets to know of the engine to make the

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -55,6 +56,38 @@ type kindState struct {
 	// run to run (children.go).
 	childrenMu sync.Mutex
 	children   map[*registry.ChildKind]*children.Known
+	// claimed are the adopted objects whose claim was sent: each leaves
+	// its adoption cache with a DELETED event that is no deletion.
+	claimed sync.Map // types.UID → struct{}
+}
+
+// claim is the kind's writer's claim of adopted objects: the ownership's,
+// noting each object it claims (nil if the ownership never adopts).
+func (r *kindState) claim() write.Claim {
+	body := r.own.ClaimAdopted()
+	if body == nil {
+		return nil
+	}
+	return func(obj metav1.Object) map[string]any {
+		b := body(obj)
+		if b != nil {
+			r.noteClaim(obj.GetUID())
+		}
+		return b
+	}
+}
+
+func (r *kindState) noteClaim(uid types.UID)   { r.claimed.Store(uid, struct{}{}) }
+func (r *kindState) forgetClaim(uid types.UID) { r.claimed.Delete(uid) }
+
+// leftCache reports (once) whether a DELETED event is an object that left
+// this replica's caches without being deleted: handed over to another
+// member, or claimed from an adoption cache into the share's.
+func (r *kindState) leftCache(uid types.UID) bool {
+	if _, ok := r.claimed.LoadAndDelete(uid); ok {
+		return true
+	}
+	return r.cycles.WasHandedOver(uid)
 }
 
 // newKindState makes one kind's state: its writer, its daemons' host and
@@ -70,6 +103,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 	k := &kindState{objects: objs, kindLabel: label, clients: cs,
 		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout).WithConditions(objs.Registered.Conditions).WithFence(own.Fence()), memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
+	k.writer.WithClaim(k.claim())
 	k.host = &kindHost{k: k, done: sup.Done()}
 	invocations := metrics.InvokedOf(label)
 	round := &cycle.Round{Kind: objs.Registered, Progress: s.Progress, Clock: s.Clock, Defaults: s.defaults(),

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -177,7 +178,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	ds.BaseContext = tracing.WithTracer(clients.ForHandlers(posting.NewContext(context.Background(), s.Poster), s.Client, s.Reader), s.Tracer)
 	sup := daemons.New(ds)
 	eng := &engine{mgr: mgr, httpClient: httpClient, mapper: mapper, sup: sup, toggle: &freeze.Toggle{}, wrap: wrap, indices: s.Indices, reg: reg,
-		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own), own: own, served: served}
+		settings: s, log: mgr.GetLogger().WithName("engine"), cacheOf: runCache(mgr, mapper, own.CacheSelector), adoptCacheOf: adoptionCache(mgr, mapper), own: own, served: served}
 	static := map[*registry.Kind]schema.GroupVersionKind{}
 	for _, kind := range reg.Kinds {
 		if kind.Selector != nil {
@@ -224,17 +225,36 @@ func stripManagedFields(in any) (any, error) {
 //
 // The selector applies to the engine's kinds only: other kinds that
 // handlers read through the cache (servedclient.go) are not the ring's.
-func runCache(mgr manager.Manager, mapper meta.RESTMapper, own ownership.Ownership) func(namespaces []string, kinds []*kindState) (cache.Cache, error) {
+//
+// The selector is asked for at each run: a member knows its name only
+// once it has joined.
+func runCache(mgr manager.Manager, mapper meta.RESTMapper, selector func() labels.Selector) func(namespaces []string, kinds []*kindState) (cache.Cache, error) {
 	return func(namespaces []string, kinds []*kindState) (cache.Cache, error) {
 		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
 			DefaultTransform: stripManagedFields}
-		if sel := own.CacheSelector(); sel != nil {
+		if sel := selector(); sel != nil {
 			opts.ByObject = map[client.Object]cache.ByObject{}
 			for _, r := range kinds {
 				opts.ByObject[r.objects.New()] = cache.ByObject{Label: sel}
 			}
 		}
 		opts.DefaultNamespaces = namespaceConfigs(namespaces)
+		return cache.New(mgr.GetConfig(), opts)
+	}
+}
+
+// adoptionCache returns the maker of a run's cache of the objects of one
+// retired ring member (adoption.go): the kinds' objects that sel selects,
+// and nothing else, so that a read of another kind through it fails
+// instead of starting an informer.
+func adoptionCache(mgr manager.Manager, mapper meta.RESTMapper) func(namespaces []string, kinds []*kindState, sel labels.Selector) (cache.Cache, error) {
+	return func(namespaces []string, kinds []*kindState, sel labels.Selector) (cache.Cache, error) {
+		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
+			DefaultTransform: stripManagedFields, ReaderFailOnMissingInformer: true,
+			ByObject: map[client.Object]cache.ByObject{}, DefaultNamespaces: namespaceConfigs(namespaces)}
+		for _, r := range kinds {
+			opts.ByObject[r.objects.New()] = cache.ByObject{Label: sel}
+		}
 		return cache.New(mgr.GetConfig(), opts)
 	}
 }

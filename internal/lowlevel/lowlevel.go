@@ -45,6 +45,10 @@ type Kind struct {
 	// HandedOver reports (once) whether a DELETED event is an object that
 	// this member handed over rather than one that was deleted.
 	HandedOver func(uid types.UID) bool
+	// Accept, if set, tells which objects of the informer are this
+	// replica's: an adoption cache holds every object of a retired ring
+	// member, each adopter's and the others'.
+	Accept func(obj client.Object) bool
 	// Reconciles: the kind has a controller, whose reconcile forgets a
 	// deleted object; else the DELETED event forgets it.
 	Reconciles bool
@@ -108,6 +112,9 @@ func (l *Handler) handle(raw any, eventType string) {
 func (l *Handler) handleEvent(raw any, eventType string) {
 	cached, ok := raw.(client.Object)
 	if !ok {
+		return
+	}
+	if l.k.Accept != nil && !l.k.Accept(cached) {
 		return
 	}
 	obj := cached.DeepCopyObject().(client.Object) // the informer's copy is shared

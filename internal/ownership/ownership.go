@@ -60,6 +60,20 @@ type Ownership interface {
 	// (internal/write, fence.go). Nil: every object is the replica's, and
 	// writes go unguarded by versions.
 	Fence() func(obj metav1.Object) error
+	// Adopting selects, for each retired ring member whose objects the
+	// replica adopts, those objects: the engine watches each selection
+	// with a cache of its own beside its share's, until it is gone from
+	// the map. The channel is closed when that may have changed; a nil
+	// one: the replica never adopts.
+	Adopting() (map[string]labels.Selector, <-chan struct{})
+	// Adopts reports whether an object of an adoption cache is the
+	// replica's to work on now.
+	Adopts(obj client.Object) bool
+	// ClaimAdopted is the write that makes an adopted object the
+	// replica's in the API server, sent before the replica's first write
+	// to it; nil for an object that needs none. Nil: the replica never
+	// adopts.
+	ClaimAdopted() func(obj metav1.Object) map[string]any
 	// Runnables are the manager's runnables of the engine, given what the
 	// engine runs (Engine).
 	Runnables(e Engine) ([]manager.Runnable, error)
@@ -139,6 +153,10 @@ func (Unshared) Watch(context.Context, func() map[string]int, func(func(string, 
 	return nil
 }
 func (Unshared) PutBack(client.Object) map[string]any { return nil } // never claimed for one
+
+func (Unshared) Adopting() (map[string]labels.Selector, <-chan struct{}) { return nil, nil }
+func (Unshared) Adopts(client.Object) bool                               { return false }
+func (Unshared) ClaimAdopted() func(metav1.Object) map[string]any        { return nil }
 
 func (Unshared) LetGo(client.Object, string) (map[string]any, func(bool)) {
 	return nil, func(bool) {} // never claimed for a handover

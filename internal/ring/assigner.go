@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kopf-go/kopf/internal/scopes"
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // AssignerSettings are the settings of a ring's assigner; zero durations
@@ -55,7 +56,7 @@ type AssignerSettings struct {
 	// published (this replica or another) whenever this replica sees them,
 	// while it follows the ring's Leases: every member hands over the
 	// objects that hash to another of them.
-	OnEpoch func(members []string)
+	OnEpoch func(sharding.Epoch)
 }
 
 // withDefaults fills the zero values and checks the settings.

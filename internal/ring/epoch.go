@@ -3,7 +3,9 @@ package ring
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/pkg/keys"
 )
 
@@ -21,6 +24,17 @@ import (
 // elsewhere (docs/sharding.md, "The ring's epoch").
 const MembersAnnotation = keys.ShardPrefix + "/members"
 
+// The rest of the epoch (sharding.Epoch), on the same Lease: its serial,
+// the serial at which each live member joined, and the retired members
+// (dead or departed, whose objects still carry their names and are
+// adopted: docs/sharding.md, "Adoption") with the serial at which each
+// was retired, as "name=serial" joined by commas.
+const (
+	SerialAnnotation  = keys.ShardPrefix + "/epoch"
+	JoinedAnnotation  = keys.ShardPrefix + "/joined"
+	RetiredAnnotation = keys.ShardPrefix + "/retired"
+)
+
 // epochAPI is what publishing the ring's members needs of its namespace's
 // Leases.
 type epochAPI interface {
@@ -29,30 +43,47 @@ type epochAPI interface {
 	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
 }
 
-// publish writes the live members onto the ring's epoch Lease, creating
-// it on a ring's first term; a list that is there already writes
-// nothing. The update is guarded by the Lease's resourceVersion: of two
-// assigners at once (one cut off, not yet aware), the one that read last
-// writes, and the other's next change of members writes again. The epoch
-// is not what keeps objects apart (the grant is): a member that hands an
-// object to a member that died meanwhile hands it to nobody live, and
-// the assigner places it again.
-func publish(ctx context.Context, leases epochAPI, ring, identity string, live []string) error {
-	want := strings.Join(live, ",")
-	name := EpochLease(ring)
-	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+// readEpoch is the epoch that the ring's Lease holds now (a zero one if
+// there is none yet), and the Lease (nil if none).
+func readEpoch(ctx context.Context, leases epochAPI, ring string) (sharding.Epoch, *coordinationv1.Lease, error) {
+	lease, err := leases.Get(ctx, EpochLease(ring), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		return sharding.Epoch{}, nil, nil
+	case err != nil:
+		return sharding.Epoch{}, nil, fmt.Errorf("read the ring's epoch Lease %s: %w", EpochLease(ring), err)
+	}
+	return Published(lease), lease, nil
+}
+
+// publish writes the epoch onto the ring's epoch Lease, creating it on a
+// ring's first term; an epoch that is there already writes nothing. The
+// update is guarded by the Lease's resourceVersion: of two assigners at
+// once (one cut off, not yet aware), the one that read last writes, and
+// the other's next change of members writes again.
+//
+// The live members are not what keeps objects apart (the grant is): a
+// member that hands an object to a member that died meanwhile hands it to
+// nobody live, and the assigner places it again. The retired members are:
+// their objects' adopters work on them on the epoch's word, so a member
+// is retired only once the assigner counts it dead, as it moved its
+// objects before (docs/sharding.md, "Adoption").
+func publish(ctx context.Context, leases epochAPI, ring, identity string, e sharding.Epoch) error {
+	want := epochAnnotations(e)
+	name := EpochLease(ring)
+	_, lease, err := readEpoch(ctx, leases, ring)
+	switch {
+	case err != nil:
+		return err
+	case lease == nil:
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RingLabel: ring}}}
-		lease.Annotations = map[string]string{MembersAnnotation: want}
+		lease.Annotations = want
 		lease.Spec.HolderIdentity = ptr.To(identity)
 		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("publish the ring's members on the Lease %s: %w", name, err)
 		}
 		return nil
-	case err != nil:
-		return fmt.Errorf("read the ring's epoch Lease %s: %w", name, err)
-	case lease.Annotations[MembersAnnotation] == want && lease.Labels[RingLabel] == ring:
+	case lease.Labels[RingLabel] == ring && annotationsHold(lease.Annotations, want):
 		return nil
 	}
 	lease = lease.DeepCopy()
@@ -62,7 +93,7 @@ func publish(ctx context.Context, leases epochAPI, ring, identity string, live [
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
 	}
-	lease.Annotations[MembersAnnotation] = want
+	maps.Copy(lease.Annotations, want)
 	lease.Labels[RingLabel] = ring
 	lease.Spec.HolderIdentity = ptr.To(identity)
 	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
@@ -71,15 +102,63 @@ func publish(ctx context.Context, leases epochAPI, ring, identity string, live [
 	return nil
 }
 
-// Published are the members that an epoch Lease lists, sorted; none if it
-// lists none (a ring without live members, or a Lease edited by hand).
-func Published(lease *coordinationv1.Lease) []string {
-	var out []string
-	for m := range strings.SplitSeq(lease.Annotations[MembersAnnotation], ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			out = append(out, m)
+// epochAnnotations are the annotations that hold an epoch.
+func epochAnnotations(e sharding.Epoch) map[string]string {
+	return map[string]string{
+		MembersAnnotation: strings.Join(e.Members, ","),
+		SerialAnnotation:  strconv.FormatInt(e.Serial, 10),
+		JoinedAnnotation:  serials(e.Joined),
+		RetiredAnnotation: serials(e.Retired),
+	}
+}
+
+// annotationsHold reports whether have holds every annotation of want.
+func annotationsHold(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return true
+}
+
+// serials writes "name=serial" pairs, sorted by name.
+func serials(m map[string]int64) string {
+	parts := make([]string, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, name+"="+strconv.FormatInt(m[name], 10))
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseSerials reads "name=serial" pairs; a pair that is not one is left
+// out (an annotation edited by hand).
+func parseSerials(s string) map[string]int64 {
+	out := map[string]int64{}
+	for pair := range strings.SplitSeq(s, ",") {
+		name, serial, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		n, err := strconv.ParseInt(serial, 10, 64)
+		if !ok || err != nil || name == "" {
+			continue
+		}
+		out[name] = n
+	}
+	return out
+}
+
+// Published is the epoch that a Lease holds: its members sorted, none if
+// it lists none (a ring without live members, or a Lease edited by hand).
+// A member without a serial of joining (an epoch published before
+// adoption) counts as joined at 0.
+func Published(lease *coordinationv1.Lease) sharding.Epoch {
+	var members []string
+	for m := range strings.SplitSeq(lease.Annotations[MembersAnnotation], ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			members = append(members, m)
+		}
+	}
+	slices.Sort(members)
+	serial, _ := strconv.ParseInt(lease.Annotations[SerialAnnotation], 10, 64)
+	return sharding.Epoch{Serial: serial, Members: slices.Compact(members),
+		Joined: parseSerials(lease.Annotations[JoinedAnnotation]), Retired: parseSerials(lease.Annotations[RetiredAnnotation])}
 }

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // The members are published on one Lease of the ring, found by the ring's
@@ -16,7 +18,7 @@ func TestPublish(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
 	leases := cs.CoordinationV1().Leases("ops")
-	if err := publish(ctx, leases, "main", identity, []string{"m1", "m2"}); err != nil {
+	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m1", "m2"}}); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
@@ -26,20 +28,20 @@ func TestPublish(t *testing.T) {
 	if lease.Labels[RingLabel] != "main" || lease.Annotations[MembersAnnotation] != "m1,m2" {
 		t.Errorf("the epoch Lease = %v %v, want the ring's label and m1,m2", lease.Labels, lease.Annotations)
 	}
-	if diff := cmp.Diff([]string{"m1", "m2"}, Published(lease)); diff != "" {
+	if diff := cmp.Diff([]string{"m1", "m2"}, Published(lease).Members); diff != "" {
 		t.Errorf("Published() -want +got:\n%s", diff)
 	}
 	if _, ok := MemberOfLease("main", lease.Name); ok {
 		t.Errorf("the epoch Lease %s counts as a member's", lease.Name)
 	}
 	writes := len(cs.Actions())
-	if err := publish(ctx, leases, "main", identity, []string{"m1", "m2"}); err != nil {
+	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m1", "m2"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(cs.Actions()) - writes; n != 1 {
 		t.Errorf("publishing the same members again took %d requests, want 1 (the read)", n)
 	}
-	if err := publish(ctx, leases, "main", identity, []string{"m2"}); err != nil {
+	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m2"}}); err != nil {
 		t.Fatal(err)
 	}
 	lease, _ = leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
@@ -48,17 +50,45 @@ func TestPublish(t *testing.T) {
 	}
 }
 
+// The whole epoch comes back as it was published: its serial, when each
+// member joined, and the retired members; a pair edited by hand into
+// something else is left out.
+func TestPublishedEpoch(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	leases := cs.CoordinationV1().Leases("ops")
+	want := sharding.Epoch{Serial: 7, Members: []string{"m1", "m3"},
+		Joined: map[string]int64{"m1": 1, "m3": 6}, Retired: map[string]int64{"m2": 6, "m0": 3}}
+	if err := publish(ctx, leases, "main", identity, want); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lease.Annotations[RetiredAnnotation]; got != "m0=3,m2=6" {
+		t.Errorf("the retired members are written %q, want m0=3,m2=6", got)
+	}
+	if diff := cmp.Diff(want, Published(lease)); diff != "" {
+		t.Errorf("Published() -want +got:\n%s", diff)
+	}
+	lease.Annotations[RetiredAnnotation] = "m0=3,m2,=4,m5=x, m6=9 "
+	if diff := cmp.Diff(map[string]int64{"m0": 3, "m6": 9}, Published(lease).Retired); diff != "" {
+		t.Errorf("retired members edited by hand -want +got:\n%s", diff)
+	}
+}
+
 // A list edited by hand is read as the set it names.
 func TestPublishedTolerates(t *testing.T) {
 	cs := fake.NewClientset()
 	leases := cs.CoordinationV1().Leases("ops")
-	_ = publish(context.Background(), leases, "main", identity, nil)
+	_ = publish(context.Background(), leases, "main", identity, sharding.Epoch{Members: nil})
 	lease, _ := leases.Get(context.Background(), EpochLease("main"), metav1.GetOptions{})
-	if got := Published(lease); len(got) != 0 {
+	if got := Published(lease).Members; len(got) != 0 {
 		t.Errorf("no members published, read %v", got)
 	}
 	lease.Annotations[MembersAnnotation] = " m2, m1,,m2 "
-	if diff := cmp.Diff([]string{"m1", "m2"}, Published(lease)); diff != "" {
+	if diff := cmp.Diff([]string{"m1", "m2"}, Published(lease).Members); diff != "" {
 		t.Errorf("Published() -want +got:\n%s", diff)
 	}
 }

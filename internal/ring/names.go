@@ -77,6 +77,11 @@ func (k Keys) Unowned(live []string) (labels.Selector, error) {
 	return labels.NewSelector().Add(*req), nil
 }
 
+// OwnedBy selects the objects whose owner label names the member.
+func (k Keys) OwnedBy(member string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{k.Owner: member})
+}
+
 // ID names a ring in peering records and logs: its namespace and name.
 func ID(namespace, ring string) string { return namespace + "/" + ring }
 

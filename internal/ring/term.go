@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopf-go/kopf/internal/jitter"
+	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // term is one stretch of this replica's leadership: a queue of its own
@@ -29,8 +30,15 @@ type term struct {
 
 	mu          sync.Mutex
 	members     []string // the live members, as last computed
-	round       int      // counts the changes of members
+	round       int      // counts the changes of members and of the epoch
 	unpublished bool     // the last publication of the members failed
+	// epoch is the ring's epoch as last published (or read at the term's
+	// start): the sweep leaves out its members' and its retired members'
+	// objects, and the workers do not move what its retired ones hold.
+	epoch sharding.Epoch
+	// gone are retired members whose names no object carries any more,
+	// to be dropped from the next epoch.
+	gone []string
 	// doubting: the follower was in doubt about members it never saw
 	// when the objects were last placed; its end places them again.
 	doubting bool
@@ -61,9 +69,26 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), f.synced) {
 		return nil // ctx ended
 	}
+	// The epoch that the term's predecessor published: its members that
+	// are not live now are retired by the first count, and their objects
+	// adopted, not moved.
+	for {
+		e, _, err := readEpoch(ctx, a.leases.Leases(a.s.Namespace), a.s.Ring)
+		if err == nil {
+			t.epoch = e
+			break
+		}
+		a.s.Logger.Error(err, "The ring's epoch cannot be read; the assigner places nothing until it is, and tries again after a renew period.")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.s.Clock.After(a.s.RenewPeriod):
+		}
+	}
 	// The members first: what the sweep finds is placed among them.
 	t.recount(ctx)
 	wg.Go(func() { t.sweep(ctx) })
+	wg.Go(func() { t.dropGone(ctx) })
 	for range a.s.Workers {
 		wg.Go(func() { t.work(ctx) })
 	}
@@ -72,7 +97,8 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 }
 
 // sweep watches, in every source of the served namespaces, the objects
-// whose owner label names no live member (sharding.md, "The assigner"),
+// whose owner label names no member of the epoch, live or retired
+// (sharding.md, "The assigner"),
 // and passes each one on to be placed. In steady state these are only the
 // objects just created: the assigner reads nothing of the objects that
 // live members hold, whatever their number or their rate of change. At
@@ -82,7 +108,7 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 func (t *term) sweep(ctx context.Context) {
 	for ctx.Err() == nil {
 		t.mu.Lock()
-		members, round := t.members, t.round
+		members, round := slices.Concat(t.epoch.Members, t.epoch.RetiredNames()), t.round
 		t.mu.Unlock()
 		names, all, changed := t.a.served()
 		selector, err := t.a.keys.Unowned(members)
@@ -238,11 +264,13 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	slices.Sort(live)
 	live = slices.Compact(live)
 	doubting := t.f.live.Doubting(now)
+	held, unsure := t.held(ctx, live, now)
 	t.mu.Lock()
+	next, same := t.epoch.Next(slices.Concat(live, held), t.gone)
 	changed := t.round == 0 || !slices.Equal(live, t.members) || doubting != t.doubting
-	if !changed && !t.unpublished {
+	if !changed && same && !t.unpublished {
 		t.mu.Unlock()
-		return len(pending) > 0
+		return len(pending) > 0 || unsure
 	}
 	t.members, t.doubting = live, doubting
 	if changed {
@@ -256,14 +284,25 @@ func (t *term) recount(ctx context.Context) (again bool) {
 			t.a.s.OnMembers(live)
 		}
 	}
+	if retired := newlyRetired(t.epoch, next); len(retired) > 0 {
+		t.a.s.Logger.Info("Members are retired: their objects are adopted by the live members that had joined by then, without a write to them.",
+			"retired", retired, "epoch", next.Serial)
+	}
 	// Published before the sweep places anything with them, so that the
-	// members hand over to where the assigner places.
-	err = publish(ctx, leases, t.a.s.Ring, t.a.s.Identity, live)
+	// members hand over to where the assigner places, and adopt what the
+	// sweep leaves out.
+	err = publish(ctx, leases, t.a.s.Ring, t.a.s.Identity, next)
 	if err != nil && ctx.Err() == nil {
-		t.a.s.Logger.Error(err, "The ring's members could not be published; the members do not hand over to the new ones until they are, and it is tried again after a renew period.")
+		t.a.s.Logger.Error(err, "The ring's epoch could not be published; the members do not hand over to the new ones nor adopt the retired ones' objects until it is, and it is tried again after a renew period.")
 	}
 	t.mu.Lock()
 	t.unpublished = err != nil
+	if err == nil && !same {
+		t.epoch = next
+		t.gone = nil
+		t.round++
+		changed = true
+	}
 	t.mu.Unlock()
 	if changed {
 		select {
@@ -271,7 +310,108 @@ func (t *term) recount(ctx context.Context) (again bool) {
 		default:
 		}
 	}
-	return len(pending) > 0 || err != nil
+	return len(pending) > 0 || unsure || err != nil
+}
+
+// held are the epoch's members that are not live but may still be
+// working, so are not retired yet: a new assigner is in doubt about them
+// (it never saw their Leases), or its watch of the Leases may be the one
+// that is stuck (the API server is asked). True if asking failed: it is
+// asked again.
+func (t *term) held(ctx context.Context, live []string, now time.Time) (held []string, unsure bool) {
+	t.mu.Lock()
+	published := t.epoch.Members
+	t.mu.Unlock()
+	for _, m := range published {
+		switch {
+		case slices.Contains(live, m):
+		case t.f.live.Doubtful(m, now):
+			held = append(held, m)
+		case t.f.live.Unseen(m):
+			alive, err := t.f.askUnseen(ctx, m)
+			if err != nil {
+				unsure = true
+				if ctx.Err() == nil {
+					t.a.s.Logger.Error(err, "A member of the ring's epoch cannot be confirmed dead; it is not retired until it is.", "member", m)
+				}
+			}
+			if err != nil || alive {
+				held = append(held, m)
+			}
+		}
+	}
+	return held, unsure
+}
+
+// newlyRetired are the members that next retires and prev did not.
+func newlyRetired(prev, next sharding.Epoch) []string {
+	var out []string
+	for _, m := range next.RetiredNames() {
+		if prev.Retired[m] != next.Retired[m] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// dropGone looks, every few renew periods while members are retired,
+// whether any object still carries a retired member's name; those that
+// none does are dropped from the next epoch, and their adopters stop
+// watching for them.
+func (t *term) dropGone(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.a.s.Clock.After(goneCheckInterval):
+		}
+		t.mu.Lock()
+		retired := t.epoch.RetiredNames()
+		t.mu.Unlock()
+		var gone []string
+		for _, r := range retired {
+			empty, err := t.carriesNone(ctx, r)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.a.s.Logger.V(1).Info("Whether objects still carry a retired member's name could not be read; it is read again later.",
+						"member", r, "error", err.Error())
+				}
+				continue
+			}
+			if empty {
+				gone = append(gone, r)
+			}
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		t.mu.Lock()
+		t.gone = gone
+		t.mu.Unlock()
+		t.f.poke()
+	}
+}
+
+// goneCheckInterval is how often the assigner looks for objects that
+// still carry retired members' names: one listing of at most one object
+// per retired member and source.
+const goneCheckInterval = 10 * time.Second
+
+// carriesNone reports whether no object of any source carries the
+// member's name in its owner label.
+func (t *term) carriesNone(ctx context.Context, member string) (bool, error) {
+	names, all, _ := t.a.served()
+	selector := t.a.keys.OwnedBy(member).String()
+	for _, src := range sourcesIn(t.kinds, names, all) {
+		list, err := src.res.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // report logs what a settled change of members wrote.

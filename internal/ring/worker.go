@@ -37,9 +37,9 @@ func (t *term) handle(ctx context.Context, k key) {
 		return
 	}
 	t.mu.Lock()
-	live, round := t.members, t.round
+	live, round, e := t.members, t.round, t.epoch
 	t.mu.Unlock()
-	mv, wrote, err := t.place(ctx, k, s, live)
+	mv, wrote, err := t.place(ctx, k, s, live, e)
 	if apierrors.IsConflict(err) || precondition.UIDRefused(err) {
 		t.a.s.Logger.V(1).Info("An object changed while it was placed; it is placed again.", "object", k.String())
 		var again bool
@@ -91,8 +91,10 @@ func (t *term) resource(k key) metadata.ResourceInterface {
 // place decides the object's move among the live members and writes it;
 // true if it wrote one. An object that is gone needs none. Objects being
 // deleted are placed too: their deletion handlers need an owner.
-func (t *term) place(ctx context.Context, k key, s seen, live []string) (sharding.Move, bool, error) {
-	mv, ok := sharding.Place(sharding.ObjectKey(k.Namespace, k.Name), s.now, live, func(member string) bool { return t.f.live.Doubtful(member, t.a.s.Clock.Now()) })
+func (t *term) place(ctx context.Context, k key, s seen, live []string, e sharding.Epoch) (sharding.Move, bool, error) {
+	mv, ok := sharding.Place(sharding.ObjectKey(k.Namespace, k.Name), s.now, live,
+		func(member string) bool { return t.f.live.Doubtful(member, t.a.s.Clock.Now()) },
+		e.IsRetired)
 	if !ok {
 		return mv, false, nil
 	}

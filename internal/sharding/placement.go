@@ -50,9 +50,13 @@ func ObjectKey(namespace, name string) string { return namespace + "/" + name }
 // if the label was changed under it, the label is put back, and the
 // member hands it over itself if hashing wants it elsewhere. Without live
 // members nothing moves.
-func Place(key string, p Placement, live []string, doubtful func(member string) bool) (Move, bool) {
+//
+// An object granted to a retired member (adopted, whose name the epoch
+// keeps) counts as granted to a live one: its adopter may be working on
+// it, so only a label edited under it is put back.
+func Place(key string, p Placement, live []string, doubtful, adopted func(member string) bool) (Move, bool) {
 	want := Owner(key, live)
-	granted := slices.Contains(live, p.Granted)
+	granted := slices.Contains(live, p.Granted) || p.Granted != "" && adopted != nil && adopted(p.Granted)
 	switch {
 	case want == "":
 		return Move{}, false

@@ -41,10 +41,15 @@ func TestPlace(t *testing.T) {
 			Placement{Owner: other, Granted: "member-gone"}, live, Move{Owner: hashed}, true},
 		{"a label without a grant (set by hand on a new object): the object gets its owner at once",
 			Placement{Owner: other}, live, Move{Owner: hashed}, true},
+
+		// Adopted objects: their retired member's name stays on them.
+		{"an object of a retired member stays: its adopter works on it", owned("member-retired"), live, Move{}, false},
+		{"a label edited away from a retired granted member is put back to it",
+			Placement{Owner: other, Granted: "member-retired"}, live, Move{Owner: "member-retired"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, write := Place(key, tt.p, tt.live, doubtful)
+			got, write := Place(key, tt.p, tt.live, doubtful, func(m string) bool { return m == "member-retired" })
 			if write != tt.write {
 				t.Errorf("Place() writes = %v, want %v", write, tt.write)
 			}

@@ -60,6 +60,47 @@ func (w *Writer) WithFence(f Fence) *Writer {
 	return w
 }
 
+// Claim is the write that makes an object this replica's in the API
+// server before the replica's first write of it: an object it adopted
+// (docs/sharding.md, "Adoption") still carries its retired member's name
+// in its owner label and grant. The write moves both to this replica,
+// guarded by the resourceVersion the decision saw, so that from then on
+// no write of the retired member lands, and the object's move is in the
+// object. Nil for an object that needs none.
+type Claim func(obj metav1.Object) map[string]any
+
+// WithClaim has the writer claim adopted objects before it writes to them
+// (nil: never).
+func (w *Writer) WithClaim(c Claim) *Writer {
+	w.claim = c
+	return w
+}
+
+// claimFirst writes obj's claim, if it needs one, before anything else of
+// a write: a conflict reads the live metadata and, while the fence holds,
+// claims again with it.
+func (w *Writer) claimFirst(ctx context.Context, obj client.Object) error {
+	if w.claim == nil {
+		return nil
+	}
+	for attempt := 1; ; attempt++ {
+		body := w.claim(obj)
+		if body == nil {
+			return nil
+		}
+		err := w.send(ctx, obj, withUID(obj, body), false)
+		if !apierrors.IsConflict(err) || attempt == fencedAttempts {
+			return err
+		}
+		if err := fencedPause(ctx, attempt); err != nil {
+			return err
+		}
+		if err := w.refreshFenced(ctx, obj); err != nil {
+			return err
+		}
+	}
+}
+
 // fenced checks the fence against obj as it is now; nil if the writer
 // has none.
 func (w *Writer) fenced(obj client.Object) error {

@@ -3,6 +3,7 @@ package write
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,5 +127,83 @@ func TestFenceBeforeSending(t *testing.T) {
 		if strings.Contains(body, "resourceVersion") {
 			t.Errorf("an unfenced main patch with a version: %s", body)
 		}
+	}
+}
+
+// adoptedBy is the claim of a ring member "me" that adopts objects whose
+// grant names "retired": its owner label and grant moved to "me", guarded
+// by the version seen. The fence lets "me" write to both.
+func adoptedBy(me string) (Fence, Claim) {
+	fence := func(obj metav1.Object) error {
+		if g := obj.GetAnnotations()["grant"]; g != me && g != "retired" {
+			return errors.New("granted to " + g)
+		}
+		return nil
+	}
+	claim := func(obj metav1.Object) map[string]any {
+		if obj.GetAnnotations()["grant"] != "retired" {
+			return nil
+		}
+		return map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(),
+			"annotations": map[string]any{"grant": me}}}
+	}
+	return fence, claim
+}
+
+// An adopted object is claimed before the first write to it, in a patch
+// of its own guarded by the version the decision saw, and the write goes
+// with the version the claim left; a claimed object is claimed no more.
+// A claim that meets a change by someone else goes again with the live
+// version; one that finds the object granted to another member writes
+// nothing at all.
+func TestAnAdoptedObjectIsClaimedFirst(t *testing.T) {
+	tests := []struct {
+		name      string
+		meanwhile func(t *testing.T, rig *guardRig)
+		requests  []string
+		grant     string
+		fenced    bool
+	}{
+		{name: "claimed, then written", requests: []string{"patch", "patch status", "patch"}, grant: "me"},
+		{name: "changed by someone else: claimed with the live version",
+			meanwhile: func(t *testing.T, rig *guardRig) { rig.SomeoneWrites(t) },
+			requests:  []string{"patch 409", "patch", "patch", "patch status", "patch"}, grant: "me"},
+		{name: "granted to another member meanwhile: nothing lands",
+			meanwhile: func(t *testing.T, rig *guardRig) { grant(t, rig, "other") },
+			requests:  []string{"patch 409", "patch"}, grant: "other", fenced: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rig := newGuardRig(t, true)
+			fence, claim := adoptedBy("me")
+			rig.w.WithFence(fence).WithClaim(claim)
+			grant(t, rig, "retired")
+			obj := rig.Read(t)
+			if tt.meanwhile != nil {
+				tt.meanwhile(t, rig)
+			}
+			rig.Requests, rig.Bodies = nil, nil
+			_, err := rig.w.Commit(context.Background(), logr.Discard(), obj, cyclePatch(), KeepFinalizer)
+			if diff := cmp.Diff(tt.requests, rig.Requests); diff != "" {
+				t.Errorf("requests -want +got:\n%s\nbodies: %q", diff, rig.Bodies)
+			}
+			if _, fenced := AsFenced(err); fenced != tt.fenced || !fenced && err != nil {
+				t.Errorf("commit() = %v, want fenced: %v", err, tt.fenced)
+			}
+			if got := rig.Read(t).GetAnnotations()["grant"]; got != tt.grant {
+				t.Errorf("the object is granted to %q, want %q", got, tt.grant)
+			}
+			if !tt.fenced && !strings.Contains(rig.Bodies[len(rig.Bodies)-3], `"grant":"me"`) {
+				t.Errorf("the first patch that landed is not the claim: %q", rig.Bodies)
+			}
+			again := rig.Read(t)
+			rig.Requests = nil
+			if _, err := rig.w.Commit(context.Background(), logr.Discard(), again, cyclePatch(), KeepFinalizer); !tt.fenced && err != nil {
+				t.Fatal(err)
+			}
+			if !tt.fenced && slices.Contains(rig.Requests, "patch 409") || !tt.fenced && len(rig.Requests) != 2 {
+				t.Errorf("a second write of a claimed object: requests %v, want the status patch and the patch", rig.Requests)
+			}
+		})
 	}
 }

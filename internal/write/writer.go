@@ -55,6 +55,9 @@ type Writer struct {
 	// fence, if set, is checked before every write, and the API server
 	// checks that nothing changed since (fence.go).
 	fence Fence
+	// claim, if set, makes an adopted object this replica's before the
+	// first write to it (fence.go).
+	claim Claim
 }
 
 // New is the writer of the kind's objects with the operator's finalizer,
@@ -102,6 +105,9 @@ func (w *Writer) Write(ctx context.Context, log logr.Logger, obj client.Object, 
 		// live read shows moved gets nothing sent (a daemon's write after
 		// a handover, say).
 		if err := w.fenced(obj); err != nil {
+			return false, err
+		}
+		if err := w.claimFirst(ctx, obj); err != nil {
 			return false, err
 		}
 	}

@@ -513,9 +513,18 @@ func (f takeoverFigures) summary() string {
 	if f.assigner {
 		who, elected = "the assigner", fmt.Sprintf("; another replica became the assigner after %.2f s", f.elected.Seconds())
 	}
-	return fmt.Sprintf("%s of %d replicas killed (SIGKILL, lease 15 s): its %d objects labelled with others after %.2f s (the first after %.2f s: %.0f labels/s), "+
-		"all daemons running on the others after %.2f s%s", who, f.replicasBefore, f.objects, f.labelled.Seconds(), f.firstMoved.Seconds(),
-		f.labelRate(), f.handled.Seconds(), elected)
+	return fmt.Sprintf("%s of %d replicas killed (SIGKILL, lease 15 s): all its %d objects' daemons running on the others after %.2f s (the first after %.2f s)%s; %s",
+		who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), elected, f.claimSummary())
+}
+
+// claimSummary says how the adopters' claims went.
+func (f takeoverFigures) claimSummary() string {
+	if f.labelled != 0 {
+		return fmt.Sprintf("its objects all claimed (labelled with others) after %.2f s, the first after %.2f s: %.0f claims/s",
+			f.labelled.Seconds(), f.firstMoved.Seconds(), f.labelRate())
+	}
+	return fmt.Sprintf("claims from %.2f s on, %d of its objects left unclaimed at %.2f s: %.0f claims/s",
+		f.firstMoved.Seconds(), f.unclaimed, f.claimedBy.Seconds(), f.labelRate())
 }
 
 // bookmarks is how many events a watch may hear in a load's window that
@@ -523,13 +532,18 @@ func (f takeoverFigures) summary() string {
 // minute.
 const bookmarks = 2
 
-// labelRate is how many of the killed replica's objects were labelled a
-// second, from the first label to the last.
+// labelRate is how many of the killed replica's objects were claimed
+// (labelled with others) a second, from the first claim to the last, or
+// to the end of the claims' window.
 func (f takeoverFigures) labelRate() float64 {
-	if f.labelled <= f.firstMoved {
+	end, claimed := f.labelled, f.objects
+	if end == 0 {
+		end, claimed = f.claimedBy, f.objects-f.unclaimed
+	}
+	if f.firstMoved == 0 || end <= f.firstMoved {
 		return 0
 	}
-	return float64(f.objects) / (f.labelled - f.firstMoved).Seconds()
+	return float64(claimed) / (end - f.firstMoved).Seconds()
 }
 
 // takeoverTarget is the scale target for a takeover: the lease duration
@@ -628,17 +642,17 @@ func writeScaleTable(w io.Writer, all []scaleFigures) {
 		if len(f.takeovers) > 0 {
 			fmt.Fprintf(w, "\n%d objects, takeover (a ring of 3, a daemon per object; created in %.1f s; writes to them by the replicas after: %d):\n\n",
 				f.objects, f.created["takeover"].Seconds(), f.idleWrites["takeover"])
-			row("replica killed (SIGKILL)", "its objects", "new assigner after, s", "first labelled elsewhere after, s", "all labelled elsewhere after, s",
-				"labels/s", "all daemons run elsewhere after, s", "target", "met")
-			row("---", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---")
+			row("replica killed (SIGKILL)", "its objects", "new assigner after, s", "first daemon elsewhere after, s", "all daemons run elsewhere after, s",
+				"target", "met", "claims (labels moved) a second", "left unclaimed after 30 s")
+			row("---", "---:", "---:", "---:", "---:", "---", "---", "---:", "---:")
 			for _, k := range f.takeovers {
 				who, elected := "a member, not the assigner", "—"
 				if k.assigner {
 					who, elected = "the assigner", fmt.Sprintf("%.2f", k.elected.Seconds())
 				}
-				row(who, fmt.Sprint(k.objects), elected, fmt.Sprintf("%.2f", k.firstMoved.Seconds()), fmt.Sprintf("%.2f", k.labelled.Seconds()),
-					fmt.Sprintf("%.0f", k.labelRate()), fmt.Sprintf("%.2f", k.handled.Seconds()),
-					fmt.Sprintf("≤ %.0f s", takeoverTarget.Seconds()), yes(k.handled <= takeoverTarget && k.labelled <= takeoverTarget))
+				row(who, fmt.Sprint(k.objects), elected, fmt.Sprintf("%.2f", k.firstHandled.Seconds()), fmt.Sprintf("%.2f", k.handled.Seconds()),
+					fmt.Sprintf("≤ %.0f s", takeoverTarget.Seconds()), yes(k.handled <= takeoverTarget),
+					fmt.Sprintf("%.0f", k.labelRate()), fmt.Sprint(k.unclaimed))
 			}
 		}
 	}

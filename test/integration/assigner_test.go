@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -109,7 +108,38 @@ func published(t *testing.T, ns string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ring.Published(lease).Members
+}
+
+// epochOf is the ring's epoch as its Lease in ns holds it (a zero one if
+// there is none).
+func epochOf(t *testing.T, ns string) sharding.Epoch {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: ring.EpochLease("main")}, lease)
+	if apierrors.IsNotFound(err) {
+		return sharding.Epoch{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	return ring.Published(lease)
+}
+
+// adoptedBy tells whether the epoch retires the member, with adopters
+// as its adopters, and every object is as it was before: the retired
+// member's objects still carry its name, for its adopters to work on.
+func adoptedBy(t *testing.T, ns string, retired *ring.Member, before map[string]placement, adopters ...*ring.Member) func() bool {
+	return func() bool {
+		e := epochOf(t, ns)
+		if !e.IsRetired(retired.Name()) || !slices.Equal(e.Adopters(retired.Name()), sorted(names(adopters...))) {
+			return false
+		}
+		if now := placements(t, ns); !maps.Equal(before, now) {
+			t.Fatalf("objects were written at %s's retirement: %v, were %v", retired.Name(), now, before)
+		}
+		return true
+	}
 }
 
 // sorted is a sorted copy.
@@ -137,10 +167,13 @@ func acknowledge(t *testing.T, ns, name, next string) {
 	}
 }
 
-// A member that stops gracefully releases its Lease, and its objects get
-// new owners at once. The assigner's lease duration here is a minute, so
-// a move within eventually's 30 s cannot be an expiry.
-func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {
+// A member that stops gracefully releases its Lease, and is retired at
+// once: its objects are adopted by the others, with no write to them. The
+// assigner's lease duration here is a minute, so a retirement within
+// eventually's 30 s cannot be an expiry. Once the adopters have claimed
+// every one of its objects (here the test claims them, as the adopters'
+// engines do), the assigner drops it from the epoch.
+func TestAssignerRetiresALeaverAtOnce(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	m1, m2, m3, stop2, _ := startThree(t, ns, nil)
@@ -151,30 +184,40 @@ func TestAssignerMovesALeaversObjectsAtOnce(t *testing.T) {
 	if err := stop2(); err != nil {
 		t.Fatalf("the leaving member: Start() = %v", err)
 	}
-	eventually(t, "the leaver's objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m3)))
-	for name, p := range placements(t, ns) {
-		if before[name].owner != m2.Name() && p != before[name] {
-			t.Errorf("%s changed though its owner stayed: %+v, was %+v", name, p, before[name])
-		}
+	eventually(t, "the leaver retired, its objects adopted by the others", adoptedBy(t, ns, m2, before, m1, m3))
+	if !logs.has("Members are retired", m2.Name()) {
+		t.Errorf("the assigner did not say that it retired %s: %q", m2.Name(), logs.all())
 	}
-	moved := 0
-	for _, p := range before {
+	// The objects stay as they are: a second for anything the assigner
+	// would write.
+	time.Sleep(time.Second)
+	if now := placements(t, ns); !maps.Equal(before, now) {
+		t.Errorf("the assigner wrote to objects at a leave: %v, were %v", now, before)
+	}
+	e := epochOf(t, ns)
+	claimed := 0
+	for name, p := range before {
 		if p.owner == m2.Name() {
-			moved++
+			acknowledge(t, ns, name, e.Adopter(sharding.ObjectKey(ns, name), m2.Name()))
+			claimed++
 		}
 	}
-	eventually(t, "the summary of the leave", func() bool {
-		return logs.has("The ring's objects without a live owner are placed", fmt.Sprintf(`"objects"=%d`, moved), fmt.Sprintf(`"ownersSet"=%d`, moved))
+	if claimed == 0 {
+		t.Fatal("the leaver had no objects; the test shows nothing")
+	}
+	eventually(t, "the leaver dropped from the epoch once no object carries its name", func() bool {
+		e := epochOf(t, ns)
+		return !e.IsRetired(m2.Name()) && slices.Equal(e.Members, sorted(names(m1, m3)))
 	})
 }
 
-// A list of the objects without a live owner that fails at a change of
-// members is tried again: objects that do not change meanwhile, which no
-// watch event would bring, still get their new owners.
+// A list of the objects without a live owner that fails is tried again:
+// objects that do not change meanwhile, which no watch event would bring,
+// still get their owners.
 func TestAssignerListsAgainAfterAFailedList(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
-	m1, m2, m3, stop2, _ := startThree(t, ns, nil)
+	m1, m2, m3, _, _ := startThree(t, ns, nil)
 	var failing, failed atomic.Int32
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -191,23 +234,18 @@ func TestAssignerListsAgainAfterAFailedList(t *testing.T) {
 			return rt.RoundTrip(req)
 		})
 	})
+	failing.Store(2)
 	startAssignerOn(t, ns, "kopf@host-1", time.Minute, clock.RealClock{}, cfg)
 	eventually(t, "every object owned", ownedAsHashed(t, ns, 30, names(m1, m2, m3)))
-
-	failing.Store(2)
-	if err := stop2(); err != nil {
-		t.Fatalf("the leaving member: Start() = %v", err)
-	}
-	eventually(t, "the leaver's objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m3)))
 	if failed.Load() != 2 {
 		t.Errorf("the test refused %d lists, want 2", failed.Load())
 	}
 }
 
 // A member that stops renewing without deleting its Lease keeps its
-// objects until its Lease expires on the assigner's clock, then they
-// get new owners directly: nobody handles them.
-func TestAssignerMovesADeadMembersObjectsAfterTheLease(t *testing.T) {
+// objects until its Lease expires on the assigner's clock; then it is
+// retired, and its objects adopted by the others, with no write to them.
+func TestAssignerRetiresADeadMemberAfterTheLease(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
 	m1, m2, m3, failing, stop3 := startStallableRing(t, ns)
@@ -229,7 +267,7 @@ func TestAssignerMovesADeadMembersObjectsAfterTheLease(t *testing.T) {
 		t.Fatal("the assigner counted the stalled member dead before its lease duration had run out")
 	}
 	fake.Step(ringLease / 2) // a quarter of a lease past its end
-	eventually(t, "the dead member's objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
+	eventually(t, "the dead member retired, its objects adopted by the others", adoptedBy(t, ns, m3, before, m1, m2))
 	<-m3.Fenced()
 	if err := stop3(); !errors.Is(err, ring.ErrMembershipLost) {
 		t.Errorf("the stalled member: Start() = %v, want %v", err, ring.ErrMembershipLost)
@@ -357,9 +395,9 @@ func TestANewAssignerKnowsTheLeasesHistory(t *testing.T) {
 		t.Fatal("objects moved while no assigner was elected")
 	}
 	releaseElection(t, ns)
-	eventually(t, "the dead member's objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
+	eventually(t, "the dead member retired, its objects adopted by the others", adoptedBy(t, ns, m3, before, m1, m2))
 	if !logsB.has("This replica is the ring's assigner.") {
-		t.Error("the objects moved, but B did not say it is the assigner")
+		t.Error("the member was retired, but B did not say it is the assigner")
 	}
 	if !logsB.has("Members stopped renewing their Leases", m3.Name()) {
 		t.Errorf("B did not say that %s is dead: %q", m3.Name(), logsB.all())

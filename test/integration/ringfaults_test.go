@@ -25,8 +25,9 @@ import (
 )
 
 // A member's Lease deleted by hand is not a member that left: the member
-// may be working until it notices, at its next renewal. Its objects stay
-// until its lease has run out, and then get new owners directly.
+// may be working until it notices, at its next renewal. It is retired
+// only once its lease has run out, and then its objects are adopted by
+// the others, with no write to them.
 func TestAssignerWaitsForADeletedLeaseToExpire(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
@@ -59,7 +60,7 @@ func TestAssignerWaitsForADeletedLeaseToExpire(t *testing.T) {
 		t.Fatal("the assigner moved the objects of the member whose Lease was deleted before its lease duration had run out")
 	}
 	fake.Step(ringLease / 2) // a quarter of a lease past its end
-	eventually(t, "its objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
+	eventually(t, "it is retired, its objects adopted by the others", adoptedBy(t, ns, m3, before, m1, m2))
 	if err := stop3(); !errors.Is(err, ring.ErrLeaseDeleted) {
 		t.Errorf("the member whose Lease was deleted: Start() = %v, want %v", err, ring.ErrLeaseDeleted)
 	}
@@ -138,7 +139,7 @@ func TestAssignerHonoursAMembersLongerLease(t *testing.T) {
 		t.Fatal("the assigner counted the member with the longer lease dead by its own lease duration")
 	}
 	fake.Step(longer * 3 / 8) // an eighth of its lease past its end, the others' renewals within theirs
-	eventually(t, "its objects owned by the others", ownedAsHashed(t, ns, 30, names(m1, m2)))
+	eventually(t, "it is retired, its objects adopted by the others", adoptedBy(t, ns, m3, before, m1, m2))
 	<-m3.Fenced()
 	if err := stop3(); !errors.Is(err, ring.ErrMembershipLost) {
 		t.Errorf("the stalled member: Start() = %v, want %v", err, ring.ErrMembershipLost)
@@ -147,9 +148,9 @@ func TestAssignerHonoursAMembersLongerLease(t *testing.T) {
 
 // An assigner that starts after a member's Lease was deleted by hand has
 // never seen that member, which may still be working: it leaves the
-// member's objects alone for a lease duration from its first listing. A
-// member that released its Lease is known to have left, since a released
-// Lease stays a while: its objects move at once.
+// member alone for a lease duration from its first listing. A member that
+// released its Lease is known to have left, since a released Lease stays
+// a while: it is retired at once, and its objects adopted.
 func TestANewAssignerDoubtsOnlyMembersItNeverSaw(t *testing.T) {
 	checkLeaks(t)
 	ns := env.Namespace(t)
@@ -167,27 +168,11 @@ func TestANewAssignerDoubtsOnlyMembersItNeverSaw(t *testing.T) {
 		t.Fatal(err)
 	}
 	startAssigner(t, ns, "assigner-b", ringLease)
-	ownedBy := func(member string) (moved, stayed int) {
-		for name, p := range placements(t, ns) {
-			if before[name].owner != member {
-				continue
-			}
-			if p.owner == member {
-				stayed++
-			} else {
-				moved++
-			}
-		}
-		return moved, stayed
+	eventually(t, "the member that left is retired", adoptedBy(t, ns, m2, before, m1))
+	eventually(t, "the member whose Lease was deleted is retired after the doubt", adoptedBy(t, ns, m3, before, m1))
+	if e := epochOf(t, ns); e.Retired[m3.Name()] <= e.Retired[m2.Name()] {
+		t.Errorf("the member whose Lease was deleted was retired with the member that left, not after: %+v", e)
 	}
-	eventually(t, "the objects of the member that left move", func() bool {
-		_, stayed := ownedBy(m2.Name())
-		return stayed == 0
-	})
-	if moved, _ := ownedBy(m3.Name()); moved > 0 {
-		t.Errorf("%d objects of the member whose Lease was deleted moved with those of the member that left", moved)
-	}
-	eventually(t, "every object owned by the one live member", ownedAsHashed(t, ns, 30, names(m1)))
 	if err := stop3(); !errors.Is(err, ring.ErrLeaseDeleted) {
 		t.Errorf("the member whose Lease was deleted: Start() = %v, want %v", err, ring.ErrLeaseDeleted)
 	}

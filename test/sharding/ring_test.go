@@ -346,6 +346,31 @@ type cutter struct {
 	// reads are the replica's lists and watches of KopfExamples: the only
 	// way for it to learn of an object it has not seen.
 	reads int
+	// noWrites refuses the replica's writes to KopfExamples; refused
+	// counts them.
+	noWrites bool
+	refused  int
+}
+
+// refuseWrites refuses, or lets through again, the replica's writes to
+// KopfExamples, and says how many it refused so far.
+func (c *cutter) refuseWrites(refuse bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.noWrites = refuse
+	return c.refused
+}
+
+// refusing counts and tells whether the request is a write to a
+// KopfExample that is refused now.
+func (c *cutter) refusing(req *http.Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.noWrites || req.Method == http.MethodGet || !strings.Contains(req.URL.Path, "/kopfexamples/") {
+		return false
+	}
+	c.refused++
+	return true
 }
 
 // openWatches is how many watch streams of KopfExamples the replica has
@@ -369,12 +394,18 @@ func (c *cutter) read() int {
 	return c.reads
 }
 
-var errCut = errors.New("the connection is cut")
+var (
+	errCut           = errors.New("the connection is cut")
+	errWritesRefused = errors.New("the test refuses this write")
+)
 
 func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		if c.isCut() {
 			return nil, errCut
+		}
+		if c.refusing(req) {
+			return nil, errWritesRefused
 		}
 		read := req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/kopfexamples")
 		if read {

@@ -7,6 +7,7 @@ package share
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,38 +73,38 @@ func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, lo
 			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
 }
 
-// epoch holds the members that the ring's assigner published, and wakes
-// the engine's watch when they change.
+// epoch holds the epoch that the ring's assigner published, and wakes
+// the engine's watch when it changes.
 type epoch struct {
 	mu      sync.Mutex
-	members []string
+	e       sharding.Epoch
 	changed chan struct{} // closed and replaced at every change
 }
 
-// set records published members; true if they differ from the last.
-func (e *epoch) set(members []string) bool {
+// set records a published epoch; true if it differs from the last.
+func (e *epoch) set(next sharding.Epoch) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.changed == nil {
 		e.changed = make(chan struct{})
 	}
-	if slices.Equal(members, e.members) {
+	if slices.Equal(next.Members, e.e.Members) && maps.Equal(next.Joined, e.e.Joined) && maps.Equal(next.Retired, e.e.Retired) {
 		return false
 	}
-	e.members = members
+	e.e = next
 	close(e.changed)
 	e.changed = make(chan struct{})
 	return true
 }
 
-// now are the published members, and a channel closed when they change.
-func (e *epoch) now() ([]string, <-chan struct{}) {
+// now is the published epoch, and a channel closed when it changes.
+func (e *epoch) now() (sharding.Epoch, <-chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.changed == nil {
 		e.changed = make(chan struct{})
 	}
-	return e.members, e.changed
+	return e.e, e.changed
 }
 
 func (r *Ownership) Ready() <-chan struct{} { return r.member.Joined() }
@@ -136,15 +137,79 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 		return ownership.Claim{Kind: ownership.StandBy, Why: "this replica's ring membership has run out"}
 	}
 	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
-	if !p.Handled(me) {
+	e, _ := r.epoch.now()
+	key := sharding.ObjectKey(obj.GetNamespace(), obj.GetName())
+	switch {
+	case e.IsRetired(me):
+		return ownership.Claim{Kind: ownership.StandBy, Why: "the ring retired this member: it counts it dead, and the others adopt its objects"}
+	case p.Handled(me):
+	case p.Owner == me:
 		return ownership.Claim{Kind: ownership.StandBy, PutBack: true, Why: fmt.Sprintf("its owner label names this member, but it is granted to %q; "+
 			"the owner label was changed by someone else than the ring, and is put back", p.Granted)}
+	case !e.IsRetired(p.Owner) || e.Adopter(key, p.Owner) != me:
+		return ownership.Claim{Kind: ownership.StandBy, Why: fmt.Sprintf("its owner label names %q, which is not this member, nor a retired member whose objects this member adopts", p.Owner)}
+	case p.Granted != p.Owner:
+		return ownership.Claim{Kind: ownership.StandBy, PutBack: true, Why: fmt.Sprintf("its owner label names the retired member %q, but it is granted to %q; "+
+			"the owner label was changed by someone else than the ring, and is put back", p.Owner, p.Granted)}
 	}
-	members, _ := r.epoch.now()
-	if next, ok := sharding.Stray(sharding.ObjectKey(obj.GetNamespace(), obj.GetName()), me, members); ok && obj.GetDeletionTimestamp() == nil {
+	if next, ok := sharding.Stray(key, me, e.Members); ok && obj.GetDeletionTimestamp() == nil {
 		return ownership.Claim{Kind: ownership.HandOver, Next: next}
 	}
 	return ownership.Claim{}
+}
+
+// adopted reports whether the object is one this member adopts: its
+// owner label and grant name a retired member of the published epoch,
+// and the object hashes to this member among that member's adopters.
+func (r *Ownership) adopted(obj metav1.Object) bool {
+	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+	if p.Owner == "" || p.Owner != p.Granted {
+		return false
+	}
+	e, _ := r.epoch.now()
+	return e.IsRetired(p.Owner) && e.Adopter(sharding.ObjectKey(obj.GetNamespace(), obj.GetName()), p.Owner) == r.member.Name()
+}
+
+// Adopts reports whether an object in one of the adoption caches is this
+// member's to work on now: the epoch may have given it to another
+// adopter, whose cache holds it too.
+func (r *Ownership) Adopts(obj client.Object) bool { return r.adopted(obj) }
+
+// Adopting selects, for every retired member of the published epoch
+// among whose adopters this member is, the objects that still carry its
+// name: the engine watches each with a cache of its own beside the
+// member's share (docs/sharding.md, "Adoption"). The channel is closed
+// when the epoch changes.
+func (r *Ownership) Adopting() (map[string]labels.Selector, <-chan struct{}) {
+	e, changed := r.epoch.now()
+	me := r.member.Name()
+	out := map[string]labels.Selector{}
+	for _, retired := range e.RetiredNames() {
+		if slices.Contains(e.Adopters(retired), me) {
+			out[retired] = r.keys.OwnedBy(retired)
+		}
+	}
+	return out, changed
+}
+
+// ClaimAdopted is the write that makes an adopted object this member's
+// in the API server: its owner label and grant moved to this member,
+// guarded by the object's resourceVersion. The engine writes it before
+// its first write of the object, and for the others at a slow pace, so
+// that the retired member's name goes from every object; nil for an
+// object that is not adopted.
+func (r *Ownership) ClaimAdopted() func(obj metav1.Object) map[string]any {
+	return func(obj metav1.Object) map[string]any {
+		if !r.adopted(obj) {
+			return nil
+		}
+		me := r.member.Name()
+		return map[string]any{"metadata": map[string]any{
+			"resourceVersion": obj.GetResourceVersion(),
+			"labels":          map[string]any{r.keys.Owner: me},
+			"annotations":     map[string]any{r.keys.Granted: me, r.keys.Next: nil},
+		}}
+	}
 }
 
 // LetGo moves the owner label and the grant to the next member (and drops
@@ -188,8 +253,9 @@ func (r *Ownership) PutBack(obj client.Object) map[string]any {
 func (r *Ownership) Fence() func(obj metav1.Object) error {
 	return func(obj metav1.Object) error {
 		p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
-		if me := r.member.Name(); !p.Handled(me) {
-			return fmt.Errorf("its owner label names %q and its grant %q, not this member %q", p.Owner, p.Granted, me)
+		e, _ := r.epoch.now()
+		if me := r.member.Name(); e.IsRetired(me) || !p.Handled(me) && !r.adopted(obj) {
+			return fmt.Errorf("its owner label names %q and its grant %q, not this member %q nor a retired member whose objects it adopts", p.Owner, p.Granted, me)
 		}
 		return nil
 	}
@@ -227,9 +293,9 @@ func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 	}
 	s := r.assigner
 	s.Kinds = e.Kinds
-	s.OnEpoch = func(members []string) {
-		if r.epoch.set(members) {
-			r.log.V(1).Info("The ring's members were published.", "members", members)
+	s.OnEpoch = func(e sharding.Epoch) {
+		if r.epoch.set(e) {
+			r.log.V(1).Info("The ring's epoch was published.", "epoch", e.Serial, "members", e.Members, "retired", e.RetiredNames())
 		}
 	}
 	assigner, err := ring.NewAssigner(e.Config, e.HTTPClient, e.Mapper, s)
@@ -266,9 +332,9 @@ func (r *Ownership) Watch(ctx context.Context, shares func() map[string]int, rec
 			r.summarize()
 			return nil
 		case <-changed:
-			var members []string
-			members, changed = r.epoch.now()
-			recheck(r.strays(members))
+			var e sharding.Epoch
+			e, changed = r.epoch.now()
+			recheck(r.strays(e.Members))
 		case <-ticker.C():
 			r.summarize()
 			for kind, n := range shares() {

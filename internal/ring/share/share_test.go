@@ -2,6 +2,7 @@ package share
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -106,7 +107,7 @@ func TestRingShareClaims(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r.epoch.set(tt.epoch)
+			r.epoch.set(sharding.Epoch{Members: tt.epoch})
 			got := r.Claim(tt.obj, shareT0.Add(tt.at))
 			if got.Kind != tt.want || got.Next != tt.next || got.PutBack != tt.putBack {
 				t.Errorf("claim() = %+v, want kind %d, next %q, put back %v", got, tt.want, tt.next, tt.putBack)
@@ -119,6 +120,110 @@ func TestRingShareClaims(t *testing.T) {
 	sel := r.CacheSelector()
 	if !sel.Matches(labels.Set{mainKeys.Owner: me}) || sel.Matches(labels.Set{mainKeys.Owner: "m-b"}) {
 		t.Errorf("cacheSelector() = %s selects other members' objects or not its own", sel)
+	}
+}
+
+// named is a ConfigMap of the given name with the ring's label and grant.
+func named(name, owner, granted string) *corev1.ConfigMap {
+	cm := placed(owner, granted, "")
+	cm.Name = name
+	return cm
+}
+
+// nameHashedTo is the name of an object that members hash to member.
+func nameHashedTo(t *testing.T, member string, members []string) string {
+	t.Helper()
+	for i := range 1000 {
+		name := fmt.Sprint("o-", i)
+		if sharding.Owner(sharding.ObjectKey("ns", name), members) == member {
+			return name
+		}
+	}
+	t.Fatalf("no object hashes to %s", member)
+	return ""
+}
+
+// A member works on the objects of a retired member that hash to it among
+// the retired member's adopters, and on no other of them; it claims them
+// before its first write, and is fenced from the others; it hands over an
+// adopted object that the epoch hashes to a member that joined since; it
+// puts back a label edited to the retired member's name; it watches the
+// retired member's objects only while it is one of the adopters.
+func TestRingShareAdopts(t *testing.T) {
+	fc := clocktesting.NewFakeClock(shareT0)
+	r := joinedShare(t, fc)
+	me := r.member.Name()
+	adopters := []string{me, "m-b"}
+	r.epoch.set(sharding.Epoch{Serial: 2, Members: adopters, Joined: map[string]int64{me: 1, "m-b": 1}, Retired: map[string]int64{"m-r": 2}})
+	mine, theirs := nameHashedTo(t, me, adopters), nameHashedTo(t, "m-b", adopters)
+	fence, claim := r.Fence(), r.ClaimAdopted()
+
+	if got := r.Claim(named(mine, "m-r", "m-r"), shareT0); got.Kind != ownership.Work {
+		t.Errorf("an adopted object of its own: claim = %+v, want work", got)
+	}
+	if !r.Adopts(named(mine, "m-r", "m-r")) || r.Adopts(named(theirs, "m-r", "m-r")) {
+		t.Error("Adopts() does not tell this member's adopted objects from the other adopter's")
+	}
+	if got := r.Claim(named(theirs, "m-r", "m-r"), shareT0); got.Kind != ownership.StandBy || got.PutBack || got.Why == "" {
+		t.Errorf("another adopter's object: claim = %+v, want a stand-by with a reason, nothing put back", got)
+	}
+	if err := fence(named(mine, "m-r", "m-r")); err != nil {
+		t.Errorf("the fence refuses an adopted object of its own: %v", err)
+	}
+	if err := fence(named(theirs, "m-r", "m-r")); err == nil {
+		t.Error("the fence lets this member write to another adopter's object")
+	}
+	want := map[string]any{"metadata": map[string]any{"resourceVersion": "42",
+		"labels": map[string]any{mainKeys.Owner: me}, "annotations": map[string]any{mainKeys.Granted: me, mainKeys.Next: nil}}}
+	if diff := cmp.Diff(want, claim(named(mine, "m-r", "m-r"))); diff != "" {
+		t.Errorf("the claim of an adopted object -want +got:\n%s", diff)
+	}
+	for _, obj := range []*corev1.ConfigMap{named(theirs, "m-r", "m-r"), named(mine, me, me), named(mine, "m-r", "m-b")} {
+		if got := claim(obj); got != nil {
+			t.Errorf("an object that is not adopted by this member (%v %v) is claimed: %v", obj.Labels, obj.Annotations, got)
+		}
+	}
+	if got := r.Claim(named(mine, "m-r", "m-b"), shareT0); got.Kind != ownership.StandBy || !got.PutBack {
+		t.Errorf("a label edited to the retired member's name: claim = %+v, want a stand-by that puts it back", got)
+	}
+	adopting, _ := r.Adopting()
+	if sel, ok := adopting["m-r"]; !ok || len(adopting) != 1 || !sel.Matches(labels.Set{mainKeys.Owner: "m-r"}) || sel.Matches(labels.Set{mainKeys.Owner: me}) {
+		t.Errorf("Adopting() = %v, want the objects of m-r alone", adopting)
+	}
+
+	// A member joins: the adopted object that now hashes to it is handed
+	// over by its adopter, which keeps it until then.
+	joined := []string{me, "m-b", "m-c"}
+	moving := ""
+	for i := range 1000 {
+		name := fmt.Sprint("o-", i)
+		if sharding.Owner(sharding.ObjectKey("ns", name), adopters) == me && sharding.Owner(sharding.ObjectKey("ns", name), joined) == "m-c" {
+			moving = name
+			break
+		}
+	}
+	r.epoch.set(sharding.Epoch{Serial: 3, Members: joined, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 3}, Retired: map[string]int64{"m-r": 2}})
+	if got := r.Claim(named(moving, "m-r", "m-r"), shareT0); got.Kind != ownership.HandOver || got.Next != "m-c" {
+		t.Errorf("an adopted object that hashes to a member that joined since: claim = %+v, want a handover to m-c", got)
+	}
+
+	// This member is retired itself: it stands by on its own objects, and
+	// writes to none.
+	r.epoch.set(sharding.Epoch{Serial: 4, Members: []string{"m-b"}, Joined: map[string]int64{"m-b": 1}, Retired: map[string]int64{me: 4}})
+	if got := r.Claim(named(mine, me, me), shareT0); got.Kind != ownership.StandBy || got.Why == "" {
+		t.Errorf("a retired member's own object: claim = %+v, want a stand-by with a reason", got)
+	}
+	if err := fence(named(mine, me, me)); err == nil {
+		t.Error("the fence lets a retired member write to its own object")
+	}
+
+	// This member joined after the retirement: it adopts nothing of it.
+	r.epoch.set(sharding.Epoch{Serial: 3, Members: adopters, Joined: map[string]int64{me: 3, "m-b": 1}, Retired: map[string]int64{"m-r": 2}})
+	if adopting, _ := r.Adopting(); len(adopting) != 0 {
+		t.Errorf("a member that joined after the retirement adopts: %v", adopting)
+	}
+	if got := r.Claim(named(mine, "m-r", "m-r"), shareT0); got.Kind != ownership.StandBy {
+		t.Errorf("a member that joined after the retirement works on its objects: %+v", got)
 	}
 }
 
@@ -153,7 +258,7 @@ func TestRingShareRechecksAtAnEpoch(t *testing.T) {
 	fc := clocktesting.NewFakeClock(shareT0)
 	r := joinedShare(t, fc)
 	me := r.member.Name()
-	r.epoch.set([]string{me})
+	r.epoch.set(sharding.Epoch{Members: []string{me}})
 	rechecked := make(chan func(string, string) bool, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -167,8 +272,8 @@ func TestRingShareRechecksAtAnEpoch(t *testing.T) {
 		t.Fatal("rechecked before the members changed")
 	case <-time.After(50 * time.Millisecond):
 	}
-	r.epoch.set([]string{me})
-	r.epoch.set([]string{"m-b"})
+	r.epoch.set(sharding.Epoch{Members: []string{me}})
+	r.epoch.set(sharding.Epoch{Members: []string{"m-b"}})
 	var stray func(string, string) bool
 	select {
 	case stray = <-rechecked:
@@ -178,7 +283,7 @@ func TestRingShareRechecksAtAnEpoch(t *testing.T) {
 	if !stray("ns", "x") {
 		t.Error("an object hashed to the other member is not told to be looked at")
 	}
-	r.epoch.set([]string{me, "m-b"})
+	r.epoch.set(sharding.Epoch{Members: []string{me, "m-b"}})
 	stray = <-rechecked
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		if _, elsewhere := sharding.Stray(sharding.ObjectKey("ns", name), me, []string{me, "m-b"}); stray("ns", name) != elsewhere {

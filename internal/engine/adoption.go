@@ -1,0 +1,373 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Adoption (docs/sharding.md, "Adoption"): when a ring member dies or
+// leaves, its objects keep its name in their owner label, and the live
+// members that the ring's epoch names its adopters take them over without
+// a write to them. Each adopter watches them with one more cache per
+// retired member, beside the run's cache of its own share, and works on
+// those that hash to it. It claims each one (its owner label and grant
+// moved to itself) before its first write to it, and the others at a slow
+// pace (drainPace), so that the retired member's name goes from every
+// object and its cache can stop. A claimed object moves from the adoption
+// cache to the share's; reads in between find it live (runReader).
+
+// adoption runs the adoption caches of one run of the engine.
+type adoption struct {
+	e          *engine
+	namespaces []string
+	kinds      []*kindState
+	ctrls      map[*kindState]controller.Controller
+
+	mu     sync.Mutex
+	caches map[string]*adoptCache // by retired member
+}
+
+// adoptCache is the cache of one retired member's objects.
+type adoptCache struct {
+	c    cache.Cache
+	stop context.CancelFunc
+	done chan struct{} // closed once the cache and its drain have stopped
+}
+
+// drainPace is the pause between two claims of adopted objects that no
+// write claimed first: 50 a second per adopter, so that the claims of a
+// dead member's share take a small part of the API server's writes, and
+// the objects are worked on meanwhile all the same.
+const drainPace = 20 * time.Millisecond
+
+// run keeps one cache per retired member that this replica adopts from,
+// until ctx ends, and then stops them all and waits for them.
+func (a *adoption) run(ctx context.Context) {
+	defer a.stopAll()
+	for {
+		want, changed := a.e.own.Adopting()
+		if changed == nil {
+			return // this ownership never adopts
+		}
+		a.follow(ctx, want)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// follow starts the caches of the retired members in want, stops those
+// not in it, and has every object of the caches that kept going that is
+// this replica's now reconciled (the epoch may have given it objects of
+// another adopter that died).
+func (a *adoption) follow(ctx context.Context, want map[string]labels.Selector) {
+	a.mu.Lock()
+	var stopping []*adoptCache
+	for retired, ac := range a.caches {
+		if _, ok := want[retired]; !ok {
+			ac.stop()
+			stopping = append(stopping, ac)
+			delete(a.caches, retired)
+		}
+	}
+	kept := slices.Collect(maps.Values(a.caches))
+	a.mu.Unlock()
+	for _, ac := range stopping {
+		<-ac.done
+	}
+	for _, ac := range kept {
+		a.requestAdopted(ctx, ac.c)
+	}
+	for _, retired := range slices.Sorted(maps.Keys(want)) {
+		a.mu.Lock()
+		_, running := a.caches[retired]
+		a.mu.Unlock()
+		if running {
+			continue
+		}
+		ac, err := a.start(ctx, retired, want[retired])
+		if err != nil {
+			a.e.log.Error(err, "The objects of a retired ring member cannot be watched; they are watched when the ring's epoch changes next.",
+				"retired", retired)
+			continue
+		}
+		a.mu.Lock()
+		a.caches[retired] = ac
+		a.mu.Unlock()
+	}
+}
+
+// start makes and runs the cache of one retired member's objects, with
+// the kinds' controllers and low-level handlers on it, and its drain.
+func (a *adoption) start(ctx context.Context, retired string, sel labels.Selector) (*adoptCache, error) {
+	c, err := a.e.adoptCacheOf(a.namespaces, a.kinds, sel)
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of the objects of %s: %w", retired, err)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	ac := &adoptCache{c: c, stop: stop, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = c.Start(cctx) })
+	for _, r := range a.kinds {
+		ctrl, ok := a.ctrls[r]
+		if !ok {
+			continue
+		}
+		kind := source.Kind[client.Object](c, r.objects.New(), &noticingHandler{memories: r.memories, own: a.e.own},
+			predicate.NewPredicateFuncs(a.e.own.Adopts))
+		// The controller starts a source with its own context, which
+		// outlives this cache: the source ends with whichever ends first.
+		err := ctrl.Watch(source.TypedFunc[reconcile.Request](func(qctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			sctx, cancel := context.WithCancel(cctx)
+			stopWith := context.AfterFunc(qctx, cancel)
+			context.AfterFunc(sctx, func() { stopWith() })
+			return kind.Start(sctx, q)
+		}))
+		if err != nil {
+			stop()
+			wg.Wait()
+			return nil, fmt.Errorf("watch the objects of %s: %w", retired, err)
+		}
+	}
+	if err := a.e.lowLevelOn(cctx, c, a.kinds, false); err != nil && cctx.Err() == nil {
+		a.e.log.Error(err, "The low-level handlers do not see the objects of a retired ring member until they are claimed.", "retired", retired)
+	}
+	a.e.log.Info("Adopting the objects of a retired ring member.", "retired", retired)
+	wg.Go(func() { a.drain(cctx, c, retired) })
+	go func() {
+		wg.Wait()
+		close(ac.done)
+	}()
+	return ac, nil
+}
+
+// requestAdopted asks for a reconcile of every object of the cache that
+// this replica adopts and does not remember yet.
+func (a *adoption) requestAdopted(ctx context.Context, c cache.Cache) {
+	for _, r := range a.kinds {
+		if _, ok := a.ctrls[r]; !ok {
+			continue
+		}
+		for _, obj := range a.list(ctx, c, r) {
+			if !a.e.own.Adopts(obj) || r.memories.Known(obj.GetUID()) != nil {
+				continue
+			}
+			if !r.request(ctx, client.ObjectKeyFromObject(obj)) {
+				return
+			}
+		}
+	}
+}
+
+// drain claims, at drainPace, every object of the cache that this
+// replica adopts, until none is left or ctx ends: the claim moves it to
+// the share's cache, and once no object carries the retired member's
+// name, the assigner drops it from the epoch and this cache stops.
+func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
+	if !c.WaitForCacheSync(ctx) {
+		return
+	}
+	claim := a.e.own.ClaimAdopted()
+	if claim == nil {
+		return
+	}
+	claimed := 0
+	for ctx.Err() == nil {
+		left := 0
+		for _, r := range a.kinds {
+			for _, obj := range a.list(ctx, c, r) {
+				body := claim(obj)
+				if body == nil {
+					continue
+				}
+				left++
+				r.noteClaim(obj.GetUID())
+				if err := r.writer.Acknowledge(ctx, obj, body); err != nil {
+					r.forgetClaim(obj.GetUID())
+					if ctx.Err() == nil && !apierrors.IsConflict(err) {
+						a.e.log.V(1).Info("An adopted object could not be claimed; it is tried again.", "retired", retired,
+							"object", client.ObjectKeyFromObject(obj).String(), "error", err.Error())
+					}
+				} else {
+					claimed++
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(drainPace):
+				}
+			}
+		}
+		if left == 0 {
+			if claimed > 0 {
+				a.e.log.Info("Claimed the adopted objects of a retired ring member.", "retired", retired, "claimed", claimed)
+			}
+			claimed = 0
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(drainIdle):
+			}
+		}
+	}
+}
+
+// drainIdle is how long a drain with nothing left to claim waits before
+// it looks again: objects handed to this adopter by the epoch's next
+// change, or whose claim conflicted.
+const drainIdle = 5 * time.Second
+
+// list is the kind's objects in the cache (none if it cannot list them).
+func (a *adoption) list(ctx context.Context, c cache.Cache, r *kindState) []client.Object {
+	list, err := newList(r, a.e.mgr.GetScheme())
+	if err != nil {
+		return nil
+	}
+	if err := c.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []client.Object
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if obj, ok := o.(client.Object); ok {
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out
+}
+
+// current are the running adoption caches.
+func (a *adoption) current() []cache.Cache {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]cache.Cache, 0, len(a.caches))
+	for _, ac := range a.caches {
+		out = append(out, ac.c)
+	}
+	return out
+}
+
+// stopAll stops every adoption cache and waits for them.
+func (a *adoption) stopAll() {
+	a.mu.Lock()
+	caches := a.caches
+	a.caches = map[string]*adoptCache{}
+	a.mu.Unlock()
+	for _, ac := range caches {
+		ac.stop()
+	}
+	for _, ac := range caches {
+		<-ac.done
+	}
+}
+
+// runReader reads the engine's kinds from the run's cache and, for a
+// ring member that adopts objects, from its adoption caches, and reads an
+// object that none of them has from the API server, once it is one of
+// the replica's: a claimed object leaves an adoption cache before it
+// enters the share's, and its reconcile in between must not take it for
+// deleted (and stop its daemons).
+type runReader struct {
+	main  cache.Cache
+	a     *adoption
+	live  client.Reader
+	fence func(obj metav1.Object) error
+	// kinds are the engine's kinds' GVKs: other kinds are read from the
+	// run's cache alone.
+	kinds  map[string]bool
+	scheme *runtime.Scheme
+}
+
+func (r *runReader) adopts(obj runtime.Object) bool {
+	if len(r.a.current()) == 0 {
+		return false
+	}
+	gvk, err := apiutil.GVKForObject(obj, r.scheme)
+	if err != nil {
+		return false
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	return r.kinds[gvk.String()]
+}
+
+// newList is an empty list of the kind's objects: unstructured for an
+// unstructured kind, else the scheme's list type.
+func newList(r *kindState, scheme *runtime.Scheme) (client.ObjectList, error) {
+	listGVK := r.objects.GVK.GroupVersion().WithKind(r.objects.GVK.Kind + "List")
+	if _, ok := r.objects.New().(*unstructured.Unstructured); ok {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listGVK)
+		return list, nil
+	}
+	o, err := scheme.New(listGVK)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a list", listGVK)
+	}
+	return list, nil
+}
+
+func (r *runReader) Get(ctx context.Context, key types.NamespacedName, obj client.Object, opts ...client.GetOption) error {
+	err := r.main.Get(ctx, key, obj, opts...)
+	if !apierrors.IsNotFound(err) || !r.adopts(obj) {
+		return err
+	}
+	for _, c := range r.a.current() {
+		if c.Get(ctx, key, obj, opts...) == nil && r.a.e.own.Adopts(obj) {
+			return nil
+		}
+	}
+	if r.live.Get(ctx, key, obj, opts...) == nil && r.fence(obj) == nil {
+		return nil
+	}
+	return err
+}
+
+func (r *runReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := r.main.List(ctx, list, opts...); err != nil || !r.adopts(list) {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, c := range r.a.current() {
+		more := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, more, opts...); err != nil {
+			return err
+		}
+		_ = meta.EachListItem(more, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok && r.a.e.own.Adopts(obj) {
+				items = append(items, o)
+			}
+			return nil
+		})
+	}
+	return meta.SetList(list, items)
+}

@@ -1,0 +1,100 @@
+package sharding
+
+import (
+	"maps"
+	"slices"
+)
+
+// Epoch is what a ring's assigner publishes at every change of members
+// (docs/sharding.md, "The ring's epoch" and "Adoption"): the live
+// members, and the members that died or left whose objects still carry
+// their names, which the live members adopt without a write to them.
+//
+// Serial counts the publications. Joined is, for each member, the serial
+// at which it was first published; Retired, for each retired member, the
+// serial at which it was retired. The members that adopt a retired
+// member's objects are those that had joined by then: a member that joins
+// later takes an adopted object only when its adopter hands it over, as
+// it takes any other, so that the two never work on it at once.
+type Epoch struct {
+	Serial  int64
+	Members []string
+	Joined  map[string]int64
+	Retired map[string]int64
+}
+
+// Adopters are the live members among which the objects of the retired
+// member are adopted, sorted: those that had joined when it was retired.
+// None if it is not retired, or if none of them is live any more (the
+// assigner then retires it again, among the live ones).
+func (e Epoch) Adopters(retired string) []string {
+	at, ok := e.Retired[retired]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, m := range e.Members {
+		if e.Joined[m] <= at {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Adopter is the member that adopts the object with the given key
+// (ObjectKey) whose owner label and grant name the retired member; ""
+// if none does.
+func (e Epoch) Adopter(key, retired string) string {
+	return Owner(key, e.Adopters(retired))
+}
+
+// IsRetired reports whether the member's objects are adopted.
+func (e Epoch) IsRetired(member string) bool {
+	_, ok := e.Retired[member]
+	return ok
+}
+
+// RetiredNames are the retired members, sorted.
+func (e Epoch) RetiredNames() []string {
+	return slices.Sorted(maps.Keys(e.Retired))
+}
+
+// Next is the epoch after this one, for the assigner: the members live
+// now, those that were published and are not live any more retired, the
+// retired members none of whose adopters is live retired again among the
+// live ones, and those in gone dropped (no object carries their names any
+// more). Its serial is the next one if anything changed; unchanged is
+// true if nothing did.
+func (e Epoch) Next(live []string, gone []string) (next Epoch, unchanged bool) {
+	serial := e.Serial + 1
+	next = Epoch{Serial: serial, Members: slices.Sorted(slices.Values(slices.Clone(live))),
+		Joined: map[string]int64{}, Retired: map[string]int64{}}
+	next.Members = slices.Compact(next.Members)
+	for _, m := range next.Members {
+		if at, ok := e.Joined[m]; ok && slices.Contains(e.Members, m) {
+			next.Joined[m] = at
+		} else {
+			next.Joined[m] = serial
+		}
+	}
+	for r, at := range e.Retired {
+		if !slices.Contains(gone, r) && !slices.Contains(next.Members, r) {
+			next.Retired[r] = at
+		}
+	}
+	for _, m := range e.Members {
+		if !slices.Contains(next.Members, m) && !slices.Contains(gone, m) {
+			next.Retired[m] = serial
+		}
+	}
+	for r := range next.Retired {
+		if len(next.Members) > 0 && len(next.Adopters(r)) == 0 {
+			next.Retired[r] = serial
+		}
+	}
+	if slices.Equal(next.Members, e.Members) && maps.Equal(next.Joined, e.Joined) && maps.Equal(next.Retired, e.Retired) {
+		return e, true
+	}
+	return next, false
+}

@@ -1,0 +1,85 @@
+package sharding
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.T) {
+	e0 := Epoch{}
+	e1, unchanged := e0.Next([]string{"b", "a", "c"}, nil)
+	if unchanged {
+		t.Fatal("the first members changed nothing")
+	}
+	if diff := cmp.Diff(Epoch{Serial: 1, Members: []string{"a", "b", "c"},
+		Joined: map[string]int64{"a": 1, "b": 1, "c": 1}, Retired: map[string]int64{}}, e1); diff != "" {
+		t.Fatalf("the first epoch -want +got:\n%s", diff)
+	}
+	if again, unchanged := e1.Next([]string{"a", "b", "c"}, nil); !unchanged || again.Serial != 1 {
+		t.Errorf("the same members made a new epoch: %+v", again)
+	}
+
+	// c dies: its objects are adopted by a and b.
+	e2, _ := e1.Next([]string{"a", "b"}, nil)
+	if diff := cmp.Diff(map[string]int64{"c": 2}, e2.Retired); diff != "" {
+		t.Errorf("retired -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, e2.Adopters("c")); diff != "" {
+		t.Errorf("adopters of c -want +got:\n%s", diff)
+	}
+
+	// d joins: it adopts nothing of c's, and a and b keep theirs.
+	e3, _ := e2.Next([]string{"a", "b", "d"}, nil)
+	if diff := cmp.Diff([]string{"a", "b"}, e3.Adopters("c")); diff != "" {
+		t.Errorf("adopters of c after a join -want +got:\n%s", diff)
+	}
+	for i := range 200 {
+		key := ObjectKey("ns", fmt.Sprint("o-", i))
+		if e3.Adopter(key, "c") != e2.Adopter(key, "c") {
+			t.Fatalf("%s changed its adopter at a join: %q, then %q", key, e2.Adopter(key, "c"), e3.Adopter(key, "c"))
+		}
+	}
+
+	// a dies: c's objects adopted by a go to b only; a is retired too.
+	e4, _ := e3.Next([]string{"b", "d"}, nil)
+	if diff := cmp.Diff([]string{"b"}, e4.Adopters("c")); diff != "" {
+		t.Errorf("adopters of c after a's death -want +got:\n%s", diff)
+	}
+	if !e4.IsRetired("a") || e4.Retired["a"] != e4.Serial {
+		t.Errorf("a is not retired at serial %d: %v", e4.Serial, e4.Retired)
+	}
+	if diff := cmp.Diff([]string{"b", "d"}, e4.Adopters("a")); diff != "" {
+		t.Errorf("adopters of a -want +got:\n%s", diff)
+	}
+
+	// b dies: no adopter of c's is left, so c is retired again among d.
+	e5, _ := e4.Next([]string{"d"}, nil)
+	if diff := cmp.Diff([]string{"d"}, e5.Adopters("c")); diff != "" {
+		t.Errorf("adopters of c once all its adopters died -want +got:\n%s", diff)
+	}
+	if e5.Retired["c"] != e5.Serial {
+		t.Errorf("c was not retired again: %v", e5.Retired)
+	}
+
+	// c's objects all carry other names now: c is dropped.
+	e6, _ := e5.Next([]string{"d"}, []string{"c"})
+	if e6.IsRetired("c") || !e6.IsRetired("a") || !e6.IsRetired("b") {
+		t.Errorf("retired after c is gone: %v", e6.Retired)
+	}
+}
+
+func TestEpochWithoutMembersAdoptsNothing(t *testing.T) {
+	e1, _ := Epoch{}.Next([]string{"a"}, nil)
+	e2, _ := e1.Next(nil, nil)
+	if !e2.IsRetired("a") {
+		t.Fatalf("a is not retired: %v", e2.Retired)
+	}
+	if got := e2.Adopter(ObjectKey("ns", "o"), "a"); got != "" {
+		t.Errorf("an object of a was adopted by %q without members", got)
+	}
+	if got := e2.Adopter(ObjectKey("ns", "o"), "never"); got != "" {
+		t.Errorf("an object of a member never retired was adopted by %q", got)
+	}
+}
