@@ -28,6 +28,7 @@ import (
 
 	"github.com/kopf-go/kopf/internal/admission"
 	"github.com/kopf-go/kopf/internal/registry"
+	"github.com/kopf-go/kopf/internal/ring/share"
 	"github.com/kopf-go/kopf/internal/scopes"
 )
 
@@ -44,6 +45,9 @@ type Registry struct {
 	webhooks admission.Registry
 	// conversions are the converters, per kind (conversion.go).
 	conversions []*conversionKind
+	// placer places new objects in the replica's shard ring at admission
+	// (PlaceShardsAtAdmission), once the ring's engine is set up.
+	placer share.Placer
 }
 
 // registration is one resource of a registry: how the operator named it

@@ -222,6 +222,7 @@ func setup(mgr manager.Manager, reg *Registry, opts Options, s engine.Settings) 
 			s.WatchGate = gate.Wait
 		}
 	}
+	s.Sharding.Placer = &reg.placer
 	installed, err := engine.Setup(mgr, &reg.reg, s)
 	if err != nil {
 		return nil, err

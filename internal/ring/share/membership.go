@@ -25,6 +25,9 @@ type Sharding struct {
 	AssignerWorkers int
 	// Lost, if set, is closed when the member loses its membership.
 	Lost chan struct{}
+	// Placer, if set, is given the member's ownership, to place objects
+	// at their creation (admission.go).
+	Placer *Placer
 }
 
 // everyReplica runs a runnable on every replica, whether it leads or not:

@@ -66,11 +66,15 @@ func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, lo
 	if err != nil {
 		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
 	}
-	return &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log,
+	own := &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log,
 		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
 			Durations: sh.Durations,
 			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
-			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}, nil
+			OnMembers: func(live []string) { metrics.ShardMembersLive(sh.Ring, len(live)) }}}
+	if sh.Placer != nil {
+		sh.Placer.set(own)
+	}
+	return own, nil
 }
 
 // epoch holds the epoch that the ring's assigner published, and wakes

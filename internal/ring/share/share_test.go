@@ -403,3 +403,39 @@ func TestMembershipLeavesTheLeaseToExpireIfWorkStillRuns(t *testing.T) {
 		t.Errorf("the Lease was released (%v) while a handler still ran", err)
 	}
 }
+
+// The placer places an object being created on the member the epoch
+// hashes it to, in a namespace the ring serves, and nothing else: not
+// before an ownership or an epoch, not an object without a name, not one
+// that carries the ring's owner label already.
+func TestPlacerPlacesNewObjectsByTheEpoch(t *testing.T) {
+	var p Placer
+	if _, ok := p.Place("ns", "o-1", nil); ok {
+		t.Error("a placer without an ownership placed an object")
+	}
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	r.assigner.Namespaces = []string{"ns"}
+	p.set(r)
+	if _, ok := p.Place("ns", "o-1", nil); ok {
+		t.Error("an object was placed before any epoch")
+	}
+	members := []string{"m-a", "m-b", "m-c"}
+	r.epoch.set(sharding.Epoch{Serial: 1, Members: members})
+	got, ok := p.Place("ns", "o-1", nil)
+	want := Placement{OwnerLabel: mainKeys.Owner, GrantAnnotation: mainKeys.Granted, Owner: sharding.Owner(sharding.ObjectKey("ns", "o-1"), members)}
+	if !ok || got != want {
+		t.Errorf("Place() = %+v, %v; want %+v", got, ok, want)
+	}
+	for _, tt := range []struct {
+		name, namespace, object string
+		labels                  map[string]string
+	}{
+		{"no name yet", "ns", "", nil},
+		{"an owner label already", "ns", "o-1", map[string]string{mainKeys.Owner: "m-a"}},
+		{"a namespace the ring does not serve", "elsewhere", "o-1", nil},
+	} {
+		if got, ok := p.Place(tt.namespace, tt.object, tt.labels); ok {
+			t.Errorf("%s: placed as %+v", tt.name, got)
+		}
+	}
+}

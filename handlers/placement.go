@@ -1,0 +1,40 @@
+package handlers
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kopf-go/kopf/pkg/admission"
+)
+
+// ShardPlacementWebhook is the id of the mutating webhook that
+// PlaceShardsAtAdmission registers.
+const ShardPlacementWebhook = "kopf-shard-placement"
+
+// PlaceShardsAtAdmission has the resource's new objects placed in the
+// replica's shard ring as they are created (docs/sharding.md, "Placement
+// at admission"): a mutating webhook, ShardPlacementWebhook, called on
+// CREATE only and with failurePolicy Ignore, gives each object the owner
+// label and the grant of the member that the ring's epoch hashes it to,
+// so that the ring's assigner neither writes to it nor receives it. An
+// object that the webhook does not place (the webhook failed or was not
+// called, the replica has not joined a ring yet or is in none, the object
+// has no name yet because it is created with generateName, or it carries
+// the ring's owner label already) is placed by the assigner, as without
+// the webhook. Serve it as any webhook of the registry (Options.Webhooks,
+// or SetupWebhooksWithManager in the same process as the ring's engine).
+func PlaceShardsAtAdmission[T client.Object](res *Resource[T]) {
+	placer := &res.reg.placer
+	OnMutate(res, ShardPlacementWebhook, func(_ context.Context, obj T, r *admission.Request) error {
+		namespace := obj.GetNamespace()
+		if namespace == "" {
+			namespace = r.Namespace
+		}
+		if p, ok := placer.Place(namespace, obj.GetName(), obj.GetLabels()); ok {
+			r.Patch.SetLabel(p.OwnerLabel, p.Owner)
+			r.Patch.SetAnnotation(p.GrantAnnotation, p.Owner)
+		}
+		return nil
+	}, Operations(admission.Create), IgnoreFailures())
+}
