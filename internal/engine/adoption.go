@@ -55,8 +55,8 @@ type adoptCache struct {
 	done chan struct{} // closed once the cache and its drain have stopped
 }
 
-// drainPace is the pause between two claims of adopted objects that no
-// write claimed first: 50 a second per adopter, so that the claims of a
+// drainPace is the interval between two claims of adopted objects that
+// no write claimed first: 50 a second per adopter, so that the claims of a
 // dead member's share take a small part of the API server's writes, and
 // the objects are worked on meanwhile all the same.
 const drainPace = 20 * time.Millisecond
@@ -165,14 +165,17 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 }
 
 // requestAdopted asks for a reconcile of every object of the cache that
-// this replica adopts and does not remember yet.
+// this replica adopts now: those it worked on already reconcile to
+// nothing new.
 func (a *adoption) requestAdopted(ctx context.Context, c cache.Cache) {
 	for _, r := range a.kinds {
 		if _, ok := a.ctrls[r]; !ok {
 			continue
 		}
 		for _, obj := range a.list(ctx, c, r) {
-			if !a.e.own.Adopts(obj) || r.memories.Known(obj.GetUID()) != nil {
+			// Whether the replica remembers the object says nothing: it
+			// may remember an object it handed over long ago.
+			if !a.e.own.Adopts(obj) {
 				continue
 			}
 			if !r.request(ctx, client.ObjectKeyFromObject(obj)) {
@@ -187,13 +190,24 @@ func (a *adoption) requestAdopted(ctx context.Context, c cache.Cache) {
 // the share's cache, and once no object carries the retired member's
 // name, the assigner drops it from the epoch and this cache stops.
 func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
+	began := time.Now()
 	if !c.WaitForCacheSync(ctx) {
 		return
 	}
+	listed := 0
+	for _, r := range a.kinds {
+		listed += len(a.list(ctx, c, r))
+	}
+	a.e.log.Info("Listed the objects of a retired ring member.", "retired", retired, "objects", listed,
+		"took", time.Since(began).Round(time.Millisecond).String())
 	claim := a.e.own.ClaimAdopted()
 	if claim == nil {
 		return
 	}
+	// A ticker, not a pause after each claim: the claims' own latency
+	// does not slow them below the pace.
+	pace := time.NewTicker(drainPace)
+	defer pace.Stop()
 	claimed := 0
 	for ctx.Err() == nil {
 		left := 0
@@ -204,6 +218,11 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 					continue
 				}
 				left++
+				select {
+				case <-ctx.Done():
+					return
+				case <-pace.C:
+				}
 				r.noteClaim(obj.GetUID())
 				if err := r.writer.Acknowledge(ctx, obj, body); err != nil {
 					r.forgetClaim(obj.GetUID())
@@ -213,11 +232,6 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 					}
 				} else {
 					claimed++
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(drainPace):
 				}
 			}
 		}

@@ -20,8 +20,11 @@ import (
 // member's name. The survivors' writes to objects are refused meanwhile,
 // so the takeover cannot have waited for one. Once writes go through
 // again, the adopters claim the objects (their owner labels move), and the
-// assigner drops the dead member from the epoch. Nothing runs for one
-// object on two replicas at once.
+// assigner drops the dead member from the epoch. Before that, while no
+// write goes through yet, one adopter crashes too: the objects it had
+// adopted, which still carry the first member's name, run on the last
+// replica at once, with its own. Nothing runs for one object on two
+// replicas at once.
 func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
@@ -67,13 +70,37 @@ func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 			t.Errorf("%s is labelled %q though the survivors could write nothing, want the dead member %q", name, now[name], dead)
 		}
 	}
-	refused := r.replicas["b"].cut.refuseWrites(false) + r.replicas["c"].cut.refuseWrites(false)
+
+	// The second crash, while nothing could be claimed.
+	crashed = time.Now()
+	r.crash("b")
+	second := r.member("b")
+	kopftest.Eventually(t, "every object has its daemon on the last replica", time.Minute, func() bool {
+		e := r.epoch()
+		if !e.IsRetired(second) {
+			return false
+		}
+		for _, name := range names {
+			if hosts := r.det.daemonHosts(name); len(hosts) != 1 || hosts[0] != "c" {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("after the second crash, every object runs on the last replica %s later", time.Since(crashed).Round(100*time.Millisecond))
+	now, _, _ = r.owners()
+	for _, name := range adopted {
+		if now[name] != dead {
+			t.Errorf("%s is labelled %q though nothing could be claimed, want the first dead member %q", name, now[name], dead)
+		}
+	}
+	refused := r.replicas["c"].cut.refuseWrites(false)
 	t.Logf("the survivors' writes to objects refused meanwhile: %d", refused)
 
 	r.waitSettled(names, time.Minute)
-	kopftest.Eventually(t, "the dead member dropped from the epoch", time.Minute, func() bool {
+	kopftest.Eventually(t, "the dead members dropped from the epoch", time.Minute, func() bool {
 		e := r.epoch()
-		return !e.IsRetired(dead) && slices.Equal(e.Members, sortedMembers(r.liveMembers()))
+		return !e.IsRetired(dead) && !e.IsRetired(second) && slices.Equal(e.Members, sortedMembers(r.liveMembers()))
 	})
 	for _, name := range names {
 		if got := r.det.creates(name); len(got) != 1 {
