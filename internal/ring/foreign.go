@@ -54,7 +54,7 @@ func foreignRingsOf(own Keys, labels, annotations map[string]string) []foreignRi
 	if len(labels) == 0 && len(annotations) == 0 {
 		return nil
 	}
-	found := map[[2]string]*foreignRing{}
+	var found map[[2]string]*foreignRing // made at the first other ring: most objects have none
 	ringOf := func(key string, suffixes ...string) *foreignRing {
 		prefix, name, ok := strings.Cut(key, "/")
 		if !ok {
@@ -79,6 +79,9 @@ func foreignRingsOf(own Keys, labels, annotations map[string]string) []foreignRi
 			return nil
 		}
 		id := [2]string{ns, name}
+		if found == nil {
+			found = map[[2]string]*foreignRing{}
+		}
 		if found[id] == nil {
 			found[id] = &foreignRing{namespace: ns, ring: name}
 		}
@@ -95,6 +98,9 @@ func foreignRingsOf(own Keys, labels, annotations map[string]string) []foreignRi
 		} else {
 			ringOf(k, "-next") // found, for its keys to go with the others
 		}
+	}
+	if len(found) == 0 {
+		return nil
 	}
 	out := make([]foreignRing, 0, len(found))
 	for _, f := range found {
@@ -319,8 +325,9 @@ func (t *term) heldByAnotherRing(ctx context.Context, k key, s seen) bool {
 			if ctx.Err() == nil && fl.once("unread/"+f.id()) {
 				t.a.s.Logger.Error(err, fmt.Sprintf("An object of %s is granted to a member of the ring %q in the namespace %s, whose Lease this replica cannot read: "+
 					"the ring places none of that ring's objects until it can, since both rings would handle them. "+
-					"It needs get and delete on leases (coordination.k8s.io) in the namespace %s; without them, stop that ring before this one starts (a Deployment's Recreate strategy).",
-					kind, f.ring, f.namespace, f.namespace),
+					"It needs get and delete on leases (coordination.k8s.io) in the namespace %s; without them, stop that ring and remove its keys %s and %s from the objects "+
+					"(docs/sharding.md, \"Renaming a ring, or moving its Leases\").",
+					kind, f.ring, f.namespace, f.namespace, f.keys().Owner, f.keys().Granted),
 					"otherRing", f.ring, "otherNamespace", f.namespace, "member", member, "object", k.String())
 			}
 			t.later(k, s, t.a.s.RenewPeriod)

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kopf-go/kopf/internal/await"
 	"github.com/kopf-go/kopf/internal/ring"
@@ -222,4 +225,64 @@ func (d *detector) ranOn(replica string) []string {
 		}
 	}
 	return out
+}
+
+// A ring whose Leases moved, and whose replicas may not read the Leases
+// of the old namespace, cannot tell whether the old ring's members are
+// gone: it takes none of their objects, says which permission it needs,
+// also once the old ring has stopped, and takes them once it has the
+// permission.
+func TestARingThatMayNotReadTheOldRingsLeasesTakesNothing(t *testing.T) {
+	kopftest.NoLeaks(t)
+	old, moved := renamedRings(t, ringName, env.Namespace(t))
+	user, config := ringUser(t, old.ns, moved.leases())
+	moved.config = config
+	old.start("old-a")
+	names := old.createObjects(10)
+	old.waitSettled(names, time.Minute)
+	moved.start("new-a")
+	holdsOff(t, moved, "new-a")
+	want := fmt.Sprintf("It needs get and delete on leases (coordination.k8s.io) in the namespace %s", old.leases())
+	if n := len(moved.replicas["new-a"].op.Logs.Messages(want)); n != 1 {
+		t.Errorf("the missing permission was logged %d times, want once", n)
+	}
+	old.stop("old-a")
+	holdsOff(t, moved, "new-a")
+
+	grant(t, user, old.leases(), rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "delete"}})
+	takenOver(t, old, moved, names, 20*time.Second)
+}
+
+// ringUser is a user of the control plane that may do what a ring's
+// replica needs: work with the example objects and post events in ns,
+// and keep its Leases in leaseNS.
+// It returns the user's name and configuration.
+func ringUser(t *testing.T, ns, leaseNS string) (string, *rest.Config) {
+	t.Helper()
+	user := "ring-" + leaseNS
+	authenticated, err := env.Environment().AddUser(envtest.User{Name: user}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant(t, user, ns,
+		rbacv1.PolicyRule{APIGroups: []string{"kopf.dev"}, Resources: []string{"kopfexamples", "kopfexamples/status"}, Verbs: []string{"*"}},
+		rbacv1.PolicyRule{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+	grant(t, user, leaseNS, rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"*"}})
+	return user, authenticated.Config()
+}
+
+// grant gives the user the rules in the namespace, by a Role and its
+// binding of their own.
+func grant(t *testing.T, user, ns string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", user, time.Now().UnixNano())
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

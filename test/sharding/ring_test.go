@@ -61,6 +61,9 @@ type testRing struct {
 	// name and leaseNS, if set, are the ring's name and the namespace of
 	// its Leases, instead of ringName and the ring's namespace.
 	name, leaseNS string
+	// config, if set, is the replicas' user instead of the control
+	// plane's administrator.
+	config *rest.Config
 }
 
 // replica is one operator of the ring.
@@ -104,7 +107,7 @@ func (r *testRing) start(name string) *replica {
 		r.register(reg, res, name)
 	}
 	cut := &cutter{}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(cmp.Or(r.config, env.Config))
 	cfg.WrapTransport = cut.wrap
 	lost := make(chan struct{})
 	op := env.StartOperator(r.t, r.ns, reg, handlers.Options{
