@@ -23,8 +23,9 @@ import (
 // namespace) would see every object of the old ring as unowned under its
 // own keys, and place it while the old ring's members still handle it.
 // So before it places an object, the assigner looks for other rings'
-// keys on it; one whose grant names a member with a live Lease holds the
-// object, and it is not placed. Once that member is gone, the placement
+// keys on it; a ring that grants the object and has a member with a live
+// Lease holds it, and it is not placed. Once that ring's members are
+// gone, the placement
 // removes that ring's keys, so that the object belongs to one ring only
 // and the other ring, if it comes back (a rollback), refuses it the same
 // way.
@@ -156,6 +157,8 @@ type foreignLeases struct {
 
 	mu      sync.Mutex
 	members map[foreignMember]*foreignEntry
+	// epochs are the other rings' epochs, by ID.
+	epochs map[string]foreignEpoch
 	// logged are the log lines said already: once per ring, not per
 	// object.
 	logged map[string]bool
@@ -304,26 +307,31 @@ func (fl *foreignLeases) reset(key string) {
 }
 
 // heldByAnotherRing tells whether another ring may be working on the
-// object, or may come to: its grant there names a member whose Lease is
-// live, or whose Lease could not be read. Such an object is not placed
-// (both rings would handle it) but looked at again when that member's
-// lease would run out, since no event of the object may come before
-// (the object does not change); after a failed read, a renew period
-// later. The error says once per ring and kind, not per object, which
-// ring holds the objects and what to do.
+// object, or may come to: it is granted there (a label alone grants
+// nothing), and the granted member or any member of that ring's epoch
+// has a live Lease, or one that could not be read. Any member, not only
+// the granted one: a ring moves objects among its members in ways that
+// another ring cannot follow (a live handover is a write to the object,
+// which this ring would see, but the adoption of a departed member's
+// objects by the others starts work before any write), so an object is
+// free only once none of its ring's members can be working. Such an
+// object is not placed (both rings would handle it) but looked at again
+// when that member's lease would run out, since no event of the object
+// may come before (the object does not change); after a failed read, a
+// renew period later. The error says once per ring and kind, not per
+// object, which ring holds the objects and what to do.
 func (t *term) heldByAnotherRing(ctx context.Context, k key, s seen) bool {
 	kind := t.a.s.Kinds[k.kind].Kind
+	fl := t.a.foreign
 	for _, f := range s.foreign {
-		member := f.holder()
-		if member == "" {
+		if f.holder() == "" {
 			continue
 		}
-		fl := t.a.foreign
-		live, until, err := fl.liveUntil(ctx, foreignMember{namespace: f.namespace, ring: f.ring, member: member})
+		member, live, until, err := fl.ringHolds(ctx, f)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil && fl.once("unread/"+f.id()) {
-				t.a.s.Logger.Error(err, fmt.Sprintf("An object of %s is granted to a member of the ring %q in the namespace %s, whose Lease this replica cannot read: "+
+				t.a.s.Logger.Error(err, fmt.Sprintf("An object of %s is granted to a member of the ring %q in the namespace %s, whose Leases this replica cannot read: "+
 					"the ring places none of that ring's objects until it can, since both rings would handle them. "+
 					"It needs get and delete on leases (coordination.k8s.io) in the namespace %s; without them, stop that ring and remove its keys %s and %s from the objects "+
 					"(docs/sharding.md, \"Renaming a ring, or moving its Leases\").",
@@ -336,7 +344,7 @@ func (t *term) heldByAnotherRing(ctx context.Context, k key, s seen) bool {
 			fl.reset("unread/" + f.id())
 			if fl.once("held/" + f.id() + "/" + kind) {
 				t.a.s.Logger.Error(nil, fmt.Sprintf("Objects of %s are held by the ring %q in the namespace %s, whose members are live: this ring does not take them, since both rings would handle them. "+
-					"If this ring replaces that one (a rolling update that renamed the ring or moved its Leases), finish the rollout: this ring takes each object once the member of that ring that holds it is gone. "+
+					"If this ring replaces that one (a rolling update that renamed the ring or moved its Leases), finish the rollout: this ring takes the objects once that ring's members are gone. "+
 					"If both rings are to run, they must not serve the same objects; to replace a ring at once, stop it first (a Deployment's Recreate strategy).",
 					kind, f.ring, f.namespace),
 					"otherRing", f.ring, "otherNamespace", f.namespace, "member", member, "object", k.String())
@@ -347,12 +355,71 @@ func (t *term) heldByAnotherRing(ctx context.Context, k key, s seen) bool {
 		fl.reset("unread/" + f.id())
 	}
 	for _, f := range s.foreign {
-		if f.holder() != "" && t.a.foreign.once("taken/"+f.id()+"/"+kind) {
-			t.a.s.Logger.Info(fmt.Sprintf("Objects of %s held by the ring %q in the namespace %s are placed in this ring: their members there are gone, and that ring's keys are removed from them.",
+		if f.holder() != "" && fl.once("taken/"+f.id()+"/"+kind) {
+			t.a.s.Logger.Info(fmt.Sprintf("Objects of %s held by the ring %q in the namespace %s are placed in this ring: that ring's members are gone, and its keys are removed from them.",
 				kind, f.ring, f.namespace), "otherRing", f.ring, "otherNamespace", f.namespace, "object", k.String())
 		}
 	}
 	return false
+}
+
+// ringHolds tells whether a member of the other ring may be working on
+// its objects: the granted member, or a member its epoch lists, is live
+// (which one, and until when at least). An error: a Lease could not be
+// read, or an expiry not confirmed.
+func (fl *foreignLeases) ringHolds(ctx context.Context, f foreignRing) (string, bool, time.Time, error) {
+	members, err := fl.epochMembers(ctx, f.namespace, f.ring)
+	if err != nil {
+		return "", false, time.Time{}, err
+	}
+	candidates := append([]string{f.holder()}, members...)
+	for i, m := range candidates {
+		if slices.Contains(candidates[:i], m) {
+			continue
+		}
+		live, until, err := fl.liveUntil(ctx, foreignMember{namespace: f.namespace, ring: f.ring, member: m})
+		if err != nil || live {
+			return m, live, until, err
+		}
+	}
+	return "", false, time.Time{}, nil
+}
+
+// epochMembers are the members that the other ring's epoch Lease lists
+// (none if it has none: a ring before the epoch, or one whose Lease was
+// deleted), read once a renew period.
+func (fl *foreignLeases) epochMembers(ctx context.Context, namespace, ring string) ([]string, error) {
+	id := ID(namespace, ring)
+	fl.mu.Lock()
+	e, ok := fl.epochs[id]
+	fl.mu.Unlock()
+	now := fl.clock.Now()
+	if ok && now.Before(e.read.Add(fl.fresh)) {
+		return e.members, nil
+	}
+	name := EpochLease(ring)
+	lease, err := fl.leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	var members []string
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("read the epoch Lease %s/%s: %w", namespace, name, err)
+	default:
+		members = Published(lease)
+	}
+	fl.mu.Lock()
+	if fl.epochs == nil {
+		fl.epochs = map[string]foreignEpoch{}
+	}
+	fl.epochs[id] = foreignEpoch{members: members, read: now}
+	fl.mu.Unlock()
+	return members, nil
+}
+
+// foreignEpoch is another ring's epoch as last read.
+type foreignEpoch struct {
+	members []string
+	read    time.Time
 }
 
 // later looks at an object again after d (at least an election retry,

@@ -2,6 +2,7 @@ package ring
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,11 +91,17 @@ type countingLeases struct {
 	gets int
 	// renewBeforeDelete renews that Lease when its deletion is asked.
 	renewBeforeDelete string
+	// epoch, if set, are the members the ring's epoch Lease lists.
+	epoch []string
 }
 
 func (c *countingLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
 	c.gets++
-	return c.fakeLeases.Get(ctx, name, opts)
+	lease, err := c.fakeLeases.Get(ctx, name, opts)
+	if err == nil && c.epoch != nil && name == EpochLease("old") {
+		lease.Annotations = map[string]string{MembersAnnotation: strings.Join(c.epoch, ",")}
+	}
+	return lease, err
 }
 
 func (c *countingLeases) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
@@ -248,3 +255,39 @@ type deleteFails struct {
 }
 
 func (d *deleteFails) Delete(context.Context, string, metav1.DeleteOptions) error { return d.err }
+
+// Another ring holds its objects while any member of its epoch is live,
+// not only the granted one: its other members may be adopting the
+// granted member's objects without a write. Once none is live, its
+// objects are free.
+func TestForeignRingHolds(t *testing.T) {
+	fl, leases, fc := newForeignFixture(t)
+	ctx := context.Background()
+	f := foreignRing{namespace: "old-ns", ring: "old", owner: "left", granted: "left"}
+	leases.versions[leaseName("old", "left")] = "1"
+	leases.released[leaseName("old", "left")] = true
+	leases.versions[leaseName("old", "adopter")] = "4"
+	if member, live, _, err := fl.ringHolds(ctx, f); live || err != nil {
+		t.Errorf("without an epoch: held by %q (%v), want free: the granted member left", member, err)
+	}
+	fc.Step(5 * time.Second) // the epoch's read is a renew period old
+	leases.versions[EpochLease("old")] = "9"
+	leases.epoch = []string{"adopter", "left"}
+	member, live, until, err := fl.ringHolds(ctx, f)
+	if !live || err != nil || member != "adopter" || !until.Equal(fc.Now().Add(15*time.Second)) {
+		t.Errorf("held by %q: %v until %v (%v), want held by the adopter for a lease duration", member, live, until, err)
+	}
+	leases.released[leaseName("old", "adopter")] = true
+	leases.versions[leaseName("old", "adopter")] = "5"
+	fc.Step(5 * time.Second)
+	if member, live, _, err := fl.ringHolds(ctx, f); live || err != nil {
+		t.Errorf("every member of the epoch gone: held by %q (%v), want free", member, err)
+	}
+
+	forbidden := apierrors.NewForbidden(leaseResource, EpochLease("old"), nil)
+	fl.leases = func(string) leaseAPI { return &fakeLeases{fail: map[string]error{EpochLease("old"): forbidden}} }
+	fc.Step(5 * time.Second)
+	if _, live, _, err := fl.ringHolds(ctx, f); live || !apierrors.IsForbidden(err) {
+		t.Errorf("an epoch that cannot be read: live %v, error %v, want the error", live, err)
+	}
+}
