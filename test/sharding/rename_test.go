@@ -44,6 +44,22 @@ func TestARenamedRingTakesNoObjectTheOldRingHolds(t *testing.T) {
 	}
 }
 
+// An old ring of two members: the new ring takes nothing while either is
+// live, not even the objects of the one that left first (the other takes
+// them over, by a placement or an adoption), and everything once both
+// are gone.
+func TestARenamedRingWaitsForTheWholeOldRing(t *testing.T) {
+	kopftest.NoLeaks(t)
+	old, renamed := renamedRings(t, "", "")
+	old.start("old-b")
+	names := rollOver(t, old, renamed, 20)
+	old.stop("old-a")
+	old.waitSettled(names, time.Minute)
+	holdsOff(t, renamed, "new-a")
+	old.stop("old-b")
+	takenOver(t, old, renamed, names, 20*time.Second)
+}
+
 // The same with the old ring's member killed: its Lease stays behind,
 // unrenewed, and the new ring takes the objects once that Lease has
 // expired (by the new ring's clock) and the new ring has deleted it on the
