@@ -405,7 +405,7 @@ func (fl *foreignLeases) epochMembers(ctx context.Context, namespace, ring strin
 	case err != nil:
 		return nil, fmt.Errorf("read the epoch Lease %s/%s: %w", namespace, name, err)
 	default:
-		members = Published(lease)
+		members = epochMembersOf(lease)
 	}
 	fl.mu.Lock()
 	if fl.epochs == nil {
@@ -414,6 +414,20 @@ func (fl *foreignLeases) epochMembers(ctx context.Context, namespace, ring strin
 	fl.epochs[id] = foreignEpoch{members: members, read: now}
 	fl.mu.Unlock()
 	return members, nil
+}
+
+// epochMembersOf are the members an epoch Lease lists. It reads the
+// annotation itself rather than through Published, whose epoch carries
+// more than the members (and may change shape with it): only the members
+// matter here.
+func epochMembersOf(lease *coordinationv1.Lease) []string {
+	var out []string
+	for m := range strings.SplitSeq(lease.Annotations[MembersAnnotation], ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // foreignEpoch is another ring's epoch as last read.
