@@ -25,10 +25,9 @@ import (
 // So before it places an object, the assigner looks for other rings'
 // keys on it; a ring that grants the object and has a member with a live
 // Lease holds it, and it is not placed. Once that ring's members are
-// gone, the placement
-// removes that ring's keys, so that the object belongs to one ring only
-// and the other ring, if it comes back (a rollback), refuses it the same
-// way.
+// gone, the placement removes that ring's keys, so that the object
+// belongs to one ring only and the other ring, if it comes back (a
+// rollback), refuses it the same way.
 
 // foreignRing is one other ring's keys on an object: the ring, known by
 // the namespace of its Leases and its name, and its owner label and grant
