@@ -113,6 +113,9 @@ type Assigner struct {
 	// assigner keeps no copy of them (sharding.md, "The assigner").
 	objects metadata.Interface
 	leases  coordinationclient.CoordinationV1Interface
+	// foreign judges other rings' members, whose objects are not placed
+	// while they are live (foreign.go).
+	foreign *foreignLeases
 }
 
 // NewAssigner prepares a ring's assigner. httpClient and mapper are the
@@ -139,6 +142,7 @@ func NewAssigner(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapp
 	if a.leases, err = coordinationclient.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("make the assigner's Lease client: %w", err)
 	}
+	a.foreign = newForeignLeases(func(ns string) leaseAPI { return a.leases.Leases(ns) }, s.Clock, s.Durations)
 	return a, nil
 }
 

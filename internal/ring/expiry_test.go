@@ -124,7 +124,7 @@ func TestDeleteReleased(t *testing.T) {
 }
 
 // Of an object, the assigner keeps (until it is placed) only what
-// placing reads, and of its own ring only.
+// placing reads: its own ring's keys, and other rings' (foreign.go).
 func TestSeenOf(t *testing.T) {
 	main, other := KeysOf("operators", "main"), KeysOf("elsewhere", "main")
 	in := &metav1.PartialObjectMetadata{
@@ -133,8 +133,9 @@ func TestSeenOf(t *testing.T) {
 			Annotations: map[string]string{main.Next: "m2", main.Granted: "m1", other.Granted: "x",
 				"kopf.zalando.org/last-handled-configuration": "{}"}},
 	}
-	want := seen{uid: "u-1", resourceVersion: "42", now: sharding.Placement{Owner: "m1", Granted: "m1"}}
-	if diff := cmp.Diff(want, seenOf(main, in), cmp.AllowUnexported(seen{})); diff != "" {
+	want := seen{uid: "u-1", resourceVersion: "42", now: sharding.Placement{Owner: "m1", Granted: "m1"},
+		foreign: []foreignRing{{namespace: "elsewhere", ring: "main", owner: "x", granted: "x"}}}
+	if diff := cmp.Diff(want, seenOf(main, in), cmp.AllowUnexported(seen{}, foreignRing{})); diff != "" {
 		t.Errorf("seenOf() -want +got:\n%s", diff)
 	}
 	bare := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "u-2", ResourceVersion: "7"}}

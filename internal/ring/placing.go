@@ -33,10 +33,9 @@ func patchBody(k Keys, s seen, mv sharding.Move) ([]byte, error) {
 	if mv.Owner == "" {
 		return nil, errors.New("an empty move writes nothing")
 	}
-	meta := map[string]any{"uid": s.uid, "resourceVersion": s.resourceVersion,
-		"labels":      map[string]any{k.Owner: mv.Owner},
-		"annotations": map[string]any{k.Granted: mv.Owner, k.Next: nil},
-	}
+	labels, annotations := map[string]any{k.Owner: mv.Owner}, map[string]any{k.Granted: mv.Owner, k.Next: nil}
+	dropForeign(labels, annotations, s.foreign) // the object is this ring's alone (foreign.go)
+	meta := map[string]any{"uid": s.uid, "resourceVersion": s.resourceVersion, "labels": labels, "annotations": annotations}
 	return json.Marshal(map[string]any{"metadata": meta})
 }
 
@@ -128,14 +127,17 @@ func (t *tally) settled() (summary, bool) {
 }
 
 // seen is what placing reads of an object, as last listed or watched:
-// its uid and resourceVersion, and its owner label and the ring's
-// annotations. The assigner keeps it only until the object is placed.
+// its uid and resourceVersion, its owner label and the ring's
+// annotations, and other rings' keys if it has any (foreign.go). The
+// assigner keeps it only until the object is placed.
 type seen struct {
 	uid, resourceVersion string
 	now                  sharding.Placement
+	foreign              []foreignRing
 }
 
 // seenOf takes what placing reads from an object's metadata.
 func seenOf(k Keys, o *metav1.PartialObjectMetadata) seen {
-	return seen{uid: string(o.UID), resourceVersion: o.ResourceVersion, now: k.Placement(o.Labels, o.Annotations)}
+	return seen{uid: string(o.UID), resourceVersion: o.ResourceVersion, now: k.Placement(o.Labels, o.Annotations),
+		foreign: foreignRingsOf(k, o.Labels, o.Annotations)}
 }

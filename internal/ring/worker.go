@@ -116,6 +116,9 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string, e shardi
 			}
 		}
 	}
+	if t.heldByAnotherRing(ctx, k, s) {
+		return sharding.Move{}, false, nil // looked at again later (foreign.go)
+	}
 	body, err := patchBody(t.a.keys, s, mv)
 	if err != nil {
 		return mv, false, err

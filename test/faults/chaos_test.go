@@ -69,7 +69,7 @@ func TestChaos(t *testing.T) {
 	// kind did, or three times the duration, whichever comes first.
 	ctx := context.Background()
 	start := time.Now()
-	for (time.Since(start) < *chaosDuration || s.injected() < *chaosFaults || len(s.missing()) > 0) &&
+	for (time.Since(start) < *chaosDuration || s.injected() < *chaosFaults || len(s.missing()) > 0 || !s.begun(ringRenamed)) &&
 		time.Since(start) < 3**chaosDuration {
 		p := plan.next()
 		t.Logf("step %d: %s", plan.n, p)
@@ -94,8 +94,15 @@ func TestChaos(t *testing.T) {
 	if missing := s.missing(); len(missing) > 0 {
 		t.Errorf("no fault of these kinds was injected: %v", missing)
 	}
+	if !s.begun(ringRenamed) {
+		t.Errorf("no fault of the kind %s was injected", ringRenamed)
+	}
 	t.Logf("TestChaos took %s; seed %d", time.Since(s.began).Round(time.Second), seed)
 }
+
+// chaosKinds are the faults TestChaos draws from: every kind of
+// faultlog.Kinds, and the ring's rolling rename, too long for TestFaults.
+var chaosKinds = append(slices.Clone(faultlog.Kinds), ringRenamed)
 
 // scaled scales a duration.
 func scaled(d time.Duration, by float64) time.Duration { return time.Duration(float64(d) * by) }
@@ -119,7 +126,7 @@ type chaosPlan struct {
 
 func newChaosPlan(seed uint64, duration time.Duration, faults int, d timing, slows []time.Duration, scale float64) *chaosPlan {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	first := slices.Clone(faultlog.Kinds)
+	first := slices.Clone(chaosKinds)
 	rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
 	// A few more steps than faults wanted: some find no victim.
 	return &chaosPlan{rng: rng, d: d, slows: slows, scale: scale, mean: duration * 10 / time.Duration(faults*13), first: first}
@@ -127,7 +134,7 @@ func newChaosPlan(seed uint64, duration time.Duration, faults int, d timing, slo
 
 // next is the schedule's next step.
 func (c *chaosPlan) next() step {
-	kind := faultlog.Kinds[c.rng.IntN(len(faultlog.Kinds))]
+	kind := chaosKinds[c.rng.IntN(len(chaosKinds))]
 	if c.n < len(c.first) {
 		kind = c.first[c.n]
 	}

@@ -106,6 +106,8 @@ func (s *suite) step(ctx context.Context, p step) {
 			s.addForeign(names)
 			return err
 		})
+	case ringRenamed:
+		s.inject(p.kind, nil, s.renameRing)
 	default:
 		s.failed(p.kind, fmt.Errorf("no such fault"))
 	}

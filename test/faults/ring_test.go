@@ -75,8 +75,11 @@ type ring struct {
 	members []*member
 	busy    map[string]bool // members under a fault, by POD_ID
 	// secondRings counts the second rings started beside this one, to
-	// give their replicas POD_IDs of their own.
-	secondRings int
+	// give their replicas POD_IDs of their own; renames, its renames
+	// (rename_test.go).
+	secondRings, renames int
+	// extra are more of the runner's flags for its replicas.
+	extra []string
 }
 
 // newRing prepares a ring; members come with add. Everything it starts
@@ -114,6 +117,7 @@ func (r *ring) add(podID string, slow time.Duration, ignoreStop bool) (*member, 
 	if r.priority != 0 {
 		args = append(args, fmt.Sprintf("--priority=%d", r.priority))
 	}
+	args = append(args, r.extra...)
 	rep, err := harness.Start(harness.Spec{PodID: podID, Binary: fixtures.probe, Args: args,
 		Env: []string{"KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + r.leaseNS}, Dir: filepath.Join(r.dir, "out")}, r.log)
 	if err != nil {

@@ -58,6 +58,12 @@ type testRing struct {
 	namespaces []string
 	// register adds a test's own handlers to a replica's registry.
 	register func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string)
+	// name and leaseNS, if set, are the ring's name and the namespace of
+	// its Leases, instead of ringName and the ring's namespace.
+	name, leaseNS string
+	// config, if set, is the replicas' user instead of the control
+	// plane's administrator.
+	config *rest.Config
 }
 
 // replica is one operator of the ring.
@@ -81,8 +87,15 @@ func identity(name string) string { return "kopf@test/" + name }
 func (r *testRing) member(name string) string { return r.members[name] }
 
 // keys are the keys of the ring's label and annotations: its Leases live
-// in the test's namespace, the one its replicas serve.
-func (r *testRing) keys() ring.Keys { return ring.KeysOf(r.ns, ringName) }
+// in the test's namespace, the one its replicas serve, unless leaseNS
+// says otherwise.
+func (r *testRing) keys() ring.Keys { return ring.KeysOf(r.leases(), r.ringName()) }
+
+// ringName is the ring's name: ringName unless the test names it.
+func (r *testRing) ringName() string { return cmp.Or(r.name, ringName) }
+
+// leases is the namespace of the ring's Leases.
+func (r *testRing) leases() string { return cmp.Or(r.leaseNS, r.ns) }
 
 // start starts a replica named name.
 func (r *testRing) start(name string) *replica {
@@ -94,18 +107,18 @@ func (r *testRing) start(name string) *replica {
 		r.register(reg, res, name)
 	}
 	cut := &cutter{}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(cmp.Or(r.config, env.Config))
 	cfg.WrapTransport = cut.wrap
 	lost := make(chan struct{})
 	op := env.StartOperator(r.t, r.ns, reg, handlers.Options{
 		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second, Namespaces: r.namespaces,
-		Sharding: handlers.Sharding{Ring: ringName, Namespace: r.ns, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
+		Sharding: handlers.Sharding{Ring: r.ringName(), Namespace: r.leases(), LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
 			Lost: lost},
 	}, kopftest.WithConfig(cfg))
 	rep := &replica{name: name, op: op, cut: cut, lost: lost}
 	r.replicas[name] = rep
 	kopftest.Eventually(r.t, name+" joins the ring", 30*time.Second, func() bool {
-		members, err := handlers.ShardMembers(context.Background(), env.Client, r.ns, ringName)
+		members, err := handlers.ShardMembers(context.Background(), env.Client, r.leases(), r.ringName())
 		if err != nil {
 			r.t.Fatal(err)
 		}

@@ -1,0 +1,153 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kopf-go/kopf/test/faults/faultlog"
+)
+
+// ringRenamed is the fault of a rolling update that renames the ring
+// (docs/sharding.md, "Renaming a ring, or moving its Leases"): every
+// replica, one at a time, is replaced by a replica with another
+// --shard-ring, and then back. The two rings never handle one object at
+// once, and the renamed ring takes the objects as the old members go.
+// It is not in faultlog.Kinds: it restarts every replica twice, too long
+// for TestFaults; TestChaos adds it (chaosKinds).
+const ringRenamed = "ring-renamed"
+
+// renameRing rolls the ring over to a ring of another name and back, as
+// two rolling updates with a surge of one: for each replica, a new one
+// (a new POD_ID, as a Deployment's new pod) of the other name joins, and
+// then the old one gets SIGTERM and exits (SIGKILL after the termination
+// grace). Members under another fault, and those that ignore their stop,
+// are left in the ring and keep its name. The renamed ring's replicas are
+// --standalone: to peering they would be another operator of the same
+// priority, and the two rings would freeze each other for the rollout,
+// which is safe but tests nothing of the rings. The fault has no victim:
+// the checker's overlaps are what judges it.
+func (s *suite) renameRing(ctx context.Context) error {
+	r := s.ring
+	r.mu.Lock()
+	r.renames++
+	nth := r.renames
+	r.mu.Unlock()
+	to := fmt.Sprintf("%s-renamed-%d", r.name, nth)
+	renamed := newRing(r.t, to, r.ns, r.leaseNS, r.dir, r.log, r.timing)
+	renamed.extra = []string{"--standalone"}
+
+	// Every member that is up and under no fault is this fault's: no
+	// other fault picks it meanwhile.
+	var old []*member
+	r.mu.Lock()
+	for _, m := range r.members {
+		if m.Up() && !m.ignoreStop && !r.busy[m.PodID()] {
+			r.busy[m.PodID()] = true
+			old = append(old, m)
+		}
+	}
+	r.mu.Unlock()
+	defer func() {
+		for _, m := range old {
+			r.release(m)
+		}
+	}()
+	id := r.log.Begin(faultlog.Entry{Kind: ringRenamed, Note: fmt.Sprintf("%d replicas of %s to %s and back", len(old), r.name, to)})
+	var back []*member
+	for i, m := range old {
+		n, err := replace(ctx, renamed, fmt.Sprintf("renamed-%d-%d", nth, i), m, r, renamed)
+		if err != nil {
+			r.log.End(id, err.Error())
+			return err
+		}
+		back = append(back, n)
+	}
+	for i, m := range back {
+		n, err := replace(ctx, r, fmt.Sprintf("back-%d-%d", nth, i), m, r, renamed)
+		if err != nil {
+			r.log.End(id, err.Error())
+			return err
+		}
+		r.mu.Lock()
+		r.busy[n.PodID()] = true // released with the others, at the end
+		r.mu.Unlock()
+		old = append(old, n)
+	}
+	r.log.End(id, fmt.Sprintf("renamed to %s and back", to))
+	return nil
+}
+
+// replace starts a member podID of the ring into with m's slowness, waits
+// until it has joined, and then stops m as a rolling
+// update does: SIGTERM, and SIGKILL after the termination grace. Its exit
+// is in the fault log as a process's; it is no fault of its own.
+func replace(ctx context.Context, into *ring, podID string, m *member, rings ...*ring) (*member, error) {
+	n, err := into.add(podID, m.slow, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := poll(ctx, time.Minute, func() bool { _, err := into.memberName(ctx, n); return err == nil }); err != nil {
+		return nil, fmt.Errorf("%s did not join the ring %s: %w", podID, into.name, err)
+	}
+	held := m.activeOn(pickWindow)
+	if _, exited, err := m.Term(); err == nil {
+		grace := time.NewTimer(terminationGrace)
+		defer grace.Stop()
+		select {
+		case <-exited:
+		case <-grace.C:
+			_, _ = m.Kill()
+		case <-ctx.Done():
+			_, _ = m.Kill()
+		}
+	}
+	// As a rollout waits for the new pod to be ready, the next step waits
+	// until what the stopped member held runs elsewhere: otherwise the
+	// rollout outruns the takeover, and the renamed ring's members hold
+	// nothing when their turn to go comes.
+	bound := 2*into.timing.effective().lease + 30*time.Second
+	if err := poll(ctx, bound, func() bool { return runsElsewhere(ctx, held, m, rings...) }); err != nil {
+		return nil, fmt.Errorf("the objects of %s did not run elsewhere after its stop: %w", m.PodID(), err)
+	}
+	return n, nil
+}
+
+// runsElsewhere tells whether every object of held that still exists is
+// active on an up member of the rings other than gone.
+func runsElsewhere(ctx context.Context, held []string, gone *member, rings ...*ring) bool {
+	objs, err := rings[0].objects(ctx)
+	if err != nil {
+		return false
+	}
+	exists := map[string]bool{}
+	for _, o := range objs {
+		exists[o.GetNamespace()+"/"+o.GetName()] = true
+	}
+	active := map[string]bool{}
+	for _, r := range rings {
+		for _, m := range r.all() {
+			if m != gone && m.Up() {
+				for _, o := range m.activeOn(pickWindow) {
+					active[o] = true
+				}
+			}
+		}
+	}
+	for _, o := range held {
+		if exists[o] && !active[o] {
+			return false
+		}
+	}
+	return true
+}
+
+// begun tells whether a fault of the kind has begun.
+func (s *suite) begun(kind string) bool {
+	for _, e := range s.log.Entries() {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
