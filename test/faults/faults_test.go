@@ -42,13 +42,14 @@ func TestFaults(t *testing.T) {
 		{kind: faultlog.PartitionRefuse, slow: 2 * time.Second, hold: hold},
 		{kind: faultlog.PartitionHang, slow: 4 * time.Second, hold: hold},
 		{kind: faultlog.Pause, slow: 4 * time.Second, hold: hold},
+		// Through the L7 proxy: writes held past the move, a share's
+		// watch stalled. (Before the faults that release their victim at
+		// once, which would be picked again while they go down.)
+		{kind: faultlog.WriteDelayed, slow: 2 * time.Second, hold: hold},
+		{kind: faultlog.ShareWatchStalled, slow: 0, hold: hold},
 		{kind: faultlog.LeaseDeleted, slow: 0},
 		{kind: faultlog.LabelEdited, slow: 2 * time.Second},
 		{kind: faultlog.TermIgnored, slow: -1, hold: wave2, podID: "replica-stubborn"},
-		// ... and through the L7 proxy: writes held past the move, a
-		// share's watch stalled.
-		{kind: faultlog.WriteDelayed, slow: 2 * time.Second, hold: hold},
-		{kind: faultlog.ShareWatchStalled, slow: 0, hold: hold},
 		// Wave 2: kills with restarts at moments around the lease's
 		// expiry, and churn.
 		{at: wave2, kind: faultlog.Kill, slow: 0, hold: hold},

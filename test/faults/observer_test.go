@@ -89,7 +89,7 @@ func (o *observer) stop() {
 // cannot go on (its version is too old) makes it list anew, and the
 // versions right after are marked as following a gap.
 func (o *observer) run(ctx context.Context) {
-	rv := ""
+	rv, listed := "", false
 	for ctx.Err() == nil {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion("kopf.dev/v1")
@@ -99,9 +99,12 @@ func (o *observer) run(ctx context.Context) {
 				sleep(ctx, 100*time.Millisecond)
 				continue
 			}
+			// Versions may have gone unseen since the last watch, not
+			// before the first listing.
 			o.mu.Lock()
-			o.gap, o.seen = true, map[string]bool{}
+			o.gap, o.seen = listed, map[string]bool{}
 			o.mu.Unlock()
+			listed = true
 			for i := range list.Items {
 				o.see(&list.Items[i])
 			}
