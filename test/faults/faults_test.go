@@ -19,9 +19,11 @@ import (
 // a share's watch and the assigner's watch of Leases stalled); the
 // second ring comes last and alone, since it touches
 // every object if it goes wrong. It fails on any moment at which two
-// replicas were active on one object, on any negative gap between an old
-// owner's last activity and a new owner's first, and on a fault whose
-// victim's objects nobody took over within a generous bound.
+// replicas were active on one object, on any result that landed on a
+// version granted to another member than its writer's (a late write), on
+// any negative gap between an old owner's last activity and a new
+// owner's first, and on a fault whose victim's objects nobody took over
+// within a generous bound.
 func TestFaults(t *testing.T) {
 	kopftest.NoLeaks(t) // every goroutine of the suite has ended when the test does
 	s := newSuite(t, "faults", defaults, func(line string) { t.Log(line) })
