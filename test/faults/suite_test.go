@@ -247,6 +247,13 @@ func (s *suite) judge(rep checker.Report, bound func(kind string) time.Duration,
 			t.Errorf("%s: taken over after %s, more than %s", rep.Entry(x.Fault), x.First, bound(x.Fault.Kind))
 		}
 	}
+	served := map[int]int{}
+	for _, m := range s.ring.all() {
+		for v, n := range m.l7.Served() {
+			served[v] += n
+		}
+	}
+	t.Logf("the replicas' L7 proxies served %d requests over HTTP/2 and %d over HTTP/1", served[2], served[1])
 	if n := len(rep.LateWrites); n > 0 {
 		t.Errorf("%d late writes: results that landed on versions granted to another member than their writer's (see the report)", n)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -132,6 +133,8 @@ type L7 struct {
 	// hold is the class of requests held (nil: none), queue the held ones.
 	hold  Class
 	queue []*held
+	// served counts the requests by protocol major version.
+	served map[int]int
 }
 
 // StartL7 listens on 127.0.0.1 at a free port and forwards to upstream
@@ -147,7 +150,7 @@ func StartL7(upstream *url.URL, rt http.RoundTripper) (*L7, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &L7{upstream: upstream, rt: rt, addr: ln.Addr().String(), ca: ca, ctx: ctx, cancel: cancel,
-		changed: make(chan struct{}), bodies: map[*pumped]struct{}{}}
+		changed: make(chan struct{}), bodies: map[*pumped]struct{}{}, served: map[int]int{}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
@@ -178,6 +181,14 @@ func (p *L7) Addr() string { return p.addr }
 // CA is the PEM of the CA that signed the proxy's certificate (for
 // 127.0.0.1 and localhost).
 func (p *L7) CA() []byte { return p.ca }
+
+// Served counts the requests served so far, by HTTP's major version (1
+// or 2): whether the client multiplexed its requests over HTTP/2.
+func (p *L7) Served() map[int]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.served)
+}
 
 // Stall withholds, from now on, the responses of the class: of the
 // requests in flight and of new ones. Their headers went or go to the
@@ -277,6 +288,7 @@ func (p *L7) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := ParseRequest(r)
 	p.mu.Lock()
 	hold := p.hold != nil && p.hold(req)
+	p.served[r.ProtoMajor]++
 	p.mu.Unlock()
 	if hold {
 		p.held(w, r, req)

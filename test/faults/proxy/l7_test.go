@@ -230,6 +230,9 @@ func TestL7StallsOneClassOfResponses(t *testing.T) {
 	}
 	time.Sleep(quiet) // the pump has read lease 2 and 3 by now
 
+	if served := p.Served(); served[1] != 0 || served[2] != 4 {
+		t.Errorf("the proxy served %v requests by HTTP version, want 4 over HTTP/2", served)
+	}
 	figures := p.Unstall()
 	if figures.Streams != 1 || figures.Bytes != len("lease 2\nlease 3\n") {
 		t.Errorf("the stall withheld %+v, want 1 stream and %d bytes", figures, len("lease 2\nlease 3\n"))
