@@ -43,7 +43,11 @@ var (
 // that withheld nothing tested nothing, and is not injected.
 func (r *ring) stallWatch(ctx context.Context, m *member, kind string, class proxy.Class, hold time.Duration, touch bool) error {
 	objects := m.activeOn(pickWindow)
-	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
+	note := "slow " + m.slow.String()
+	if r.assigner(ctx) == m.PodID() {
+		note += "; the assigner"
+	}
+	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: note})
 	m.l7.Stall(class)
 	touched := 0
 	if touch {
