@@ -2,12 +2,14 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,13 +75,18 @@ func (r *ring) stallWatch(ctx context.Context, m *member, kind string, class pro
 // that their update handlers have results to write.
 func (r *ring) writeDelayed(ctx context.Context, m *member, hold time.Duration) error {
 	objects := m.activeOn(pickWindow)
-	id := r.log.Begin(faultlog.Entry{Kind: faultlog.WriteDelayed, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
+	name, _ := r.memberName(ctx, m)
+	note := fmt.Sprintf("slow %s; member %s", m.slow, name)
+	if r.assigner(ctx) == m.PodID() {
+		note += "; the assigner"
+	}
+	id := r.log.Begin(faultlog.Entry{Kind: faultlog.WriteDelayed, Replica: m.PodID(), Actor: m.Actor(), Note: note})
 	m.l7.Hold(proxy.AnyOf(objectWrites, leaseWrites))
 	touched := r.touch(ctx, objects)
 	sleep(ctx, hold)
 	deliveries := m.l7.Deliver()
-	note, toObjects := deliveryNote(deliveries)
-	r.log.End(id, fmt.Sprintf("%d objects changed at the start; %s", touched, note))
+	summary, toObjects := deliveryNote(deliveries)
+	r.log.End(id, fmt.Sprintf("%d objects changed at the start; %s%s", touched, summary, r.landed(ctx, deliveries, name)))
 	if toObjects == 0 {
 		return notInjected(errors.New("no write to an object was held"))
 	}
@@ -159,4 +166,44 @@ func (r *ring) pickAssigner(ctx context.Context) (*member, error) {
 		return m, nil
 	}
 	return nil, fmt.Errorf("no assigner up (%q)", podID)
+}
+
+// landed describes the held writes to objects that went in at their
+// delivery: what they wrote, the version they made, and the object's
+// owner label and grant just after, beside whether the ring's epoch lists
+// the victim's member as retired (its objects adopted without a write).
+func (r *ring) landed(ctx context.Context, ds []proxy.Delivery, member string) string {
+	var out []string
+	for _, d := range ds {
+		if d.Status < 200 || d.Status >= 300 || !strings.Contains(d.Path, "/kopfexamples") {
+			continue
+		}
+		var resp struct {
+			Metadata struct {
+				Name            string `json:"name"`
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(d.Response, &resp)
+		body := string(d.Body)
+		if len(body) > 300 {
+			body = body[:300] + "..."
+		}
+		now := ""
+		obj := newObject(r.ns, resp.Metadata.Name)
+		if err := fixtures.env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err == nil {
+			now = fmt.Sprintf("; now owner %q, grant %q", obj.GetLabels()[r.names.ownerLabel], obj.GetAnnotations()[r.names.grantAnnotation])
+		}
+		out = append(out, fmt.Sprintf("LANDED %s %s held %s, made version %s%s: %s", d.Method, d.Path,
+			d.Delivered.Sub(d.Held).Round(time.Millisecond), resp.Metadata.ResourceVersion, now, body))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	var epoch coordinationv1.Lease
+	retired := "unknown"
+	if err := fixtures.env.Client.Get(ctx, client.ObjectKey{Namespace: r.leaseNS, Name: r.names.assignerLease + ".epoch"}, &epoch); err == nil {
+		retired = epoch.Annotations["shard.kopf.dev/retired"]
+	}
+	return fmt.Sprintf("; the epoch's retired members now: %q (the victim's member: %s); %s", retired, member, strings.Join(out, "; "))
 }

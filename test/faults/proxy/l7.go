@@ -254,6 +254,8 @@ type Delivery struct {
 	Status int
 	Err    string
 	Gone   bool
+	// Body is the request's body, and Response the upstream's answer.
+	Body, Response []byte
 }
 
 // Deliver stops holding and sends the held requests upstream one after
@@ -425,7 +427,7 @@ func (p *L7) held(w http.ResponseWriter, r *http.Request, req Request) {
 	up.Header.Del("Authorization")
 	up.ContentLength = int64(len(body))
 	h := &held{req: up, at: time.Now(), client: r.Context(), done: make(chan struct{})}
-	h.outcome = Delivery{Method: r.Method, Path: r.URL.Path, Held: h.at}
+	h.outcome = Delivery{Method: r.Method, Path: r.URL.Path, Held: h.at, Body: body}
 	p.mu.Lock()
 	p.queue = append(p.queue, h)
 	p.mu.Unlock()
@@ -466,7 +468,7 @@ func (p *L7) deliver(h *held) Delivery {
 		return h.outcome
 	}
 	h.status, h.header = resp.StatusCode, resp.Header
-	h.outcome.Status = resp.StatusCode
+	h.outcome.Status, h.outcome.Response = resp.StatusCode, h.body
 	return h.outcome
 }
 

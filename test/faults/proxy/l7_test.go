@@ -318,6 +318,9 @@ func TestL7HoldsWritesThenDeliversThem(t *testing.T) {
 	if diff := cmp.Diff(wantOutcomes, got); diff != "" {
 		t.Errorf("the deliveries -want +got:\n%s", diff)
 	}
+	if d := deliveries[0]; string(d.Body) != "first" || string(d.Response) != "done "+examples+"/o/status" {
+		t.Errorf("the first delivery's body %q and answer %q", d.Body, d.Response)
+	}
 	if ans := <-first; ans.err != nil || ans.code != 200 || ans.body != "done "+examples+"/o/status" {
 		t.Errorf("the waiting client got %+v, want 200 and the upstream's answer", ans)
 	}
