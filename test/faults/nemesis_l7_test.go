@@ -180,22 +180,26 @@ func (r *ring) landed(ctx context.Context, ds []proxy.Delivery, member string) s
 		}
 		var resp struct {
 			Metadata struct {
-				Name            string `json:"name"`
 				ResourceVersion string `json:"resourceVersion"`
 			} `json:"metadata"`
 		}
-		_ = json.Unmarshal(d.Response, &resp)
+		version := "unknown (the answer is not JSON)"
+		if json.Unmarshal(d.Response, &resp) == nil {
+			version = resp.Metadata.ResourceVersion
+		}
+		_, rest, _ := strings.Cut(d.Path, "/kopfexamples/")
+		name, _, _ := strings.Cut(rest, "/")
 		body := string(d.Body)
 		if len(body) > 300 {
 			body = body[:300] + "..."
 		}
 		now := ""
-		obj := newObject(r.ns, resp.Metadata.Name)
+		obj := newObject(r.ns, name)
 		if err := fixtures.env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err == nil {
 			now = fmt.Sprintf("; now owner %q, grant %q", obj.GetLabels()[r.names.ownerLabel], obj.GetAnnotations()[r.names.grantAnnotation])
 		}
 		out = append(out, fmt.Sprintf("LANDED %s %s held %s, made version %s%s: %s", d.Method, d.Path,
-			d.Delivered.Sub(d.Held).Round(time.Millisecond), resp.Metadata.ResourceVersion, now, body))
+			d.Delivered.Sub(d.Held).Round(time.Millisecond), version, now, body))
 	}
 	if len(out) == 0 {
 		return ""
