@@ -15,11 +15,15 @@ import (
 // cancellation at once, 2 s late or 4 s late (within the 5 s margin),
 // while a driver changes objects all along. Faults that do not depend
 // on each other hit different replicas at once, in two waves, to keep
-// the run short; the second ring comes last and alone, since it touches
+// the run short (the nemeses of the L7 proxy among them: writes held,
+// a share's watch and the assigner's watch of Leases stalled); the
+// second ring comes last and alone, since it touches
 // every object if it goes wrong. It fails on any moment at which two
-// replicas were active on one object, on any negative gap between an old
-// owner's last activity and a new owner's first, and on a fault whose
-// victim's objects nobody took over within a generous bound.
+// replicas were active on one object, on any result that landed on a
+// version granted to another member than its writer's (a late write), on
+// any negative gap between an old owner's last activity and a new
+// owner's first, and on a fault whose victim's objects nobody took over
+// within a generous bound.
 func TestFaults(t *testing.T) {
 	kopftest.NoLeaks(t) // every goroutine of the suite has ended when the test does
 	s := newSuite(t, "faults", defaults, func(line string) { t.Log(line) })
@@ -40,6 +44,11 @@ func TestFaults(t *testing.T) {
 		{kind: faultlog.PartitionRefuse, slow: 2 * time.Second, hold: hold},
 		{kind: faultlog.PartitionHang, slow: 4 * time.Second, hold: hold},
 		{kind: faultlog.Pause, slow: 4 * time.Second, hold: hold},
+		// Through the L7 proxy: writes held past the move, a share's
+		// watch stalled. (Before the faults that release their victim at
+		// once, which would be picked again while they go down.)
+		{kind: faultlog.WriteDelayed, slow: 2 * time.Second, hold: hold},
+		{kind: faultlog.ShareWatchStalled, slow: 0, hold: hold},
 		{kind: faultlog.LeaseDeleted, slow: 0},
 		{kind: faultlog.LabelEdited, slow: 2 * time.Second},
 		{kind: faultlog.TermIgnored, slow: -1, hold: wave2, podID: "replica-stubborn"},
@@ -52,6 +61,9 @@ func TestFaults(t *testing.T) {
 		{at: wave2, kind: faultlog.RestartAfter, slow: 2 * time.Second, offset: time.Second},
 		{at: wave2, kind: faultlog.Leave, slow: -1},
 		{at: wave2, kind: faultlog.Join, slow: 4 * time.Second, podID: "replica-joined"},
+		// The assigner's watch of Leases stalled while members die,
+		// restart, join and leave.
+		{at: wave2, kind: faultlog.LeaseWatchStalled, slow: -1, hold: hold},
 		// Last, alone: a second ring of the same name.
 		{barrier: true, kind: faultlog.SecondRing, slow: -1, hold: hold},
 	}

@@ -21,8 +21,8 @@ import (
 // fixtures are the package's control plane and probe binary.
 var fixtures struct {
 	env *testenv.Env
-	// kubeconfig connects directly, for the driver and the nemeses; each
-	// replica gets a copy that points at its proxy.
+	// kubeconfig connects directly; each replica gets a kubeconfig of its
+	// own, for its proxies and with their CA (writeProxyKubeconfig).
 	kubeconfig string
 	// probe is the built probe operator.
 	probe string

@@ -108,6 +108,25 @@ func (s *suite) step(ctx context.Context, p step) {
 		})
 	case ringRenamed:
 		s.inject(p.kind, nil, s.renameRing)
+	case faultlog.LeaseWatchStalled:
+		// The assigner is the victim whose view of the Leases matters:
+		// it judges the others' liveness by them.
+		m, err := s.ring.pickAssigner(ctx)
+		if err != nil && s.rng != nil {
+			s.hit(ctx, p, func(m *member) error {
+				return r.stallWatch(ctx, m, p.kind, leaseWatches, p.hold, false)
+			})
+			return
+		}
+		if err != nil {
+			s.skipped(p, err)
+			return
+		}
+		s.inject(p.kind, m, func(context.Context) error { return r.stallWatch(ctx, m, p.kind, leaseWatches, p.hold, false) })
+	case faultlog.ShareWatchStalled:
+		s.hit(ctx, p, func(m *member) error { return r.stallWatch(ctx, m, p.kind, shareWatches, p.hold, true) })
+	case faultlog.WriteDelayed:
+		s.hit(ctx, p, func(m *member) error { return r.writeDelayed(ctx, m, p.hold) })
 	default:
 		s.failed(p.kind, fmt.Errorf("no such fault"))
 	}

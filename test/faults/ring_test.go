@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/test/faults/faultlog"
@@ -54,6 +57,7 @@ func (d timing) flags() []string {
 type member struct {
 	*harness.Replica
 	proxy      *proxy.Proxy
+	l7         *l7Proxy
 	slow       time.Duration
 	ignoreStop bool
 	records    string
@@ -95,17 +99,24 @@ func newRing(t testing.TB, name, ns, leaseNS, dir string, log *faultlog.Log, d t
 		names: ringWireNames(leaseNS, name), timing: d, busy: map[string]bool{}}
 }
 
-// add starts a member with its own proxy and kubeconfig. It may run
-// beside the test's goroutine (a nemesis adds members), so it returns
-// its errors rather than failing the test.
+// add starts a member with its own proxies and kubeconfig: the replica
+// reaches the API server through a TCP proxy (partitions) in front of an
+// L7 proxy (stalled streams, held writes). It may run beside the test's
+// goroutine (a nemesis adds members), so it returns its errors rather
+// than failing the test.
 func (r *ring) add(podID string, slow time.Duration, ignoreStop bool) (*member, error) {
-	p, err := proxy.Start(apiServerAddress())
+	l7, err := startL7()
+	if err != nil {
+		return nil, err
+	}
+	r.t.Cleanup(func() { _ = l7.Close() })
+	p, err := proxy.Start(l7.Addr())
 	if err != nil {
 		return nil, err
 	}
 	r.t.Cleanup(func() { _ = p.Close() })
 	kubeconfig := filepath.Join(r.dir, "out", podID+".kubeconfig")
-	if err := writeProxyKubeconfig(kubeconfig, p.Addr()); err != nil {
+	if err := writeProxyKubeconfig(kubeconfig, p.Addr(), l7.CA()); err != nil {
 		return nil, err
 	}
 	records := filepath.Join(r.dir, "records", podID+".jsonl")
@@ -124,32 +135,59 @@ func (r *ring) add(podID string, slow time.Duration, ignoreStop bool) (*member, 
 		return nil, err
 	}
 	r.t.Cleanup(rep.Close)
-	m := &member{Replica: rep, proxy: p, slow: slow, ignoreStop: ignoreStop, records: records}
+	m := &member{Replica: rep, proxy: p, l7: l7, slow: slow, ignoreStop: ignoreStop, records: records}
 	r.mu.Lock()
 	r.members = append(r.members, m)
 	r.mu.Unlock()
 	return m, nil
 }
 
-// apiServerAddress is the control plane's host:port.
-func apiServerAddress() string {
-	if u, err := url.Parse(fixtures.env.Config.Host); err == nil && u.Host != "" {
-		return u.Host
+// startL7 starts an L7 proxy to the control plane with a transport of its
+// own (one replica's connections are not shared with another's), which
+// carries the control plane's admin credentials.
+func startL7() (*l7Proxy, error) {
+	cfg := rest.CopyConfig(fixtures.env.Config)
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the control plane's TLS: %w", err)
 	}
-	return fixtures.env.Config.Host
+	base := &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, IdleConnTimeout: 90 * time.Second}
+	rt, err := rest.HTTPWrappersForConfig(cfg, base)
+	if err != nil {
+		return nil, fmt.Errorf("the control plane's credentials: %w", err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	l7, err := proxy.StartL7(u, rt)
+	if err != nil {
+		return nil, err
+	}
+	return &l7Proxy{L7: l7, base: base}, nil
 }
 
-// writeProxyKubeconfig writes the package's kubeconfig with every
-// cluster's server at the proxy. The API server's certificate is for
-// 127.0.0.1, as is the proxy, so TLS verifies without a server name.
-func writeProxyKubeconfig(path, addr string) error {
-	cfg, err := clientcmd.LoadFromFile(fixtures.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("read the kubeconfig: %w", err)
-	}
-	for _, c := range cfg.Clusters {
-		c.Server = "https://" + addr
-	}
+// l7Proxy is an L7 proxy with its transport, closed together.
+type l7Proxy struct {
+	*proxy.L7
+	base *http.Transport
+}
+
+func (p *l7Proxy) Close() error {
+	err := p.L7.Close()
+	p.base.CloseIdleConnections()
+	return err
+}
+
+// writeProxyKubeconfig writes a kubeconfig with the server at the
+// replica's TCP proxy (127.0.0.1, as the L7 proxy's certificate says)
+// and the L7 proxy's CA, and no credentials: the L7 proxy uses its own.
+func writeProxyKubeconfig(path, addr string, ca []byte) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: "https://" + addr, CertificateAuthorityData: ca}
+	cfg.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
+	cfg.CurrentContext = "proxy"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return fmt.Errorf("write the replica's kubeconfig: %w", err)
 	}

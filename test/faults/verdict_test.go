@@ -19,8 +19,9 @@ func (s *suite) check() checker.Report {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	versions, members := s.obs.seenVersions()
 	return checker.Check(checker.Input{Records: records, Faults: s.log.Entries(), Until: time.Now().UnixNano(),
-		Origin: s.began.UnixNano()})
+		Origin: s.began.UnixNano(), Versions: versions, Members: members})
 }
 
 // keep, if set, is where runs leave their records, fault log and the

@@ -124,3 +124,12 @@ func ReadDir(dir string) ([]Record, error) {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out, nil
 }
+
+// The keys of a change handler's result, which the probe returns and the
+// library stores in status.<handler id>: the actor that ran it and the
+// run's number, so that the suite's watcher can tell which actor's write
+// made a version of an object, and every result is new.
+const (
+	ResultActor = "actor"
+	ResultRun   = "run"
+)

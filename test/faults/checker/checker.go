@@ -44,6 +44,12 @@ type Input struct {
 	Until int64
 	// Origin is the moment printed as +0; zero: the earliest one seen.
 	Origin int64
+	// Versions are every version of every object a watcher saw, in
+	// resourceVersion order per object, and Members maps the member names
+	// seen in the ring's Leases to their POD_IDs: for the rule of late
+	// writes (LateWrites).
+	Versions []Version
+	Members  map[string]string
 }
 
 // Overlap is a stretch during which two actors were active on an object.
@@ -112,6 +118,12 @@ type Report struct {
 	Takeovers   []Takeover
 	Duplicates  []Duplicate
 	Kinds       []KindFigures
+	// LateWrites are the results that landed on a version granted to
+	// another member than their writer's; Judged counts the new results
+	// the rule looked at, Unjudged the versions after a gap of the
+	// watcher's that it did not.
+	LateWrites       []LateWrite
+	Judged, Unjudged int
 	// Origin is the earliest moment seen, for printing times relative to it.
 	Origin int64
 }
@@ -145,6 +157,12 @@ func Check(in Input) Report {
 	r.Takeovers = takeovers(active, deletions(all), in.Faults)
 	r.Duplicates = duplicates(all, in.Faults)
 	r.Kinds = kinds(r, in.Faults)
+	r.LateWrites, r.Judged = LateWrites(in.Versions, in.Members)
+	for _, v := range in.Versions {
+		if v.AfterGap {
+			r.Unjudged++
+		}
+	}
 	return r
 }
 

@@ -80,6 +80,16 @@ func (r Report) Text() string {
 		}
 		fmt.Fprintf(&b, "  %s (%s): completed by %s (%s)\n", d.Object, d.UID, strings.Join(ends, ", "), kind)
 	}
+	fmt.Fprintf(&b, "late writes: %d (of %d new results judged; %d versions after a gap of the watcher not judged)\n",
+		len(r.LateWrites), r.Judged, r.Unjudged)
+	for _, l := range r.LateWrites {
+		holder := l.GrantHolder
+		if holder == "" {
+			holder = "no member seen"
+		}
+		fmt.Fprintf(&b, "  LATE WRITE %s (%s) at %s: the %s result of %s landed as version %s on a version granted to %q (%s)\n",
+			l.Object, l.UID, r.at(l.At), l.Handler, l.Writer, l.RV, l.Grant, holder)
+	}
 	b.WriteString(r.Markdown())
 	return b.String()
 }

@@ -32,6 +32,11 @@ const (
 	Join            = "churn-join"       // a new replica joins the ring
 	Leave           = "churn-leave"      // a replica leaves it gracefully (SIGTERM)
 	SecondRing      = "second-ring"      // a ring of the same name with its Leases elsewhere
+	// Through the replica's L7 proxy: one class of its requests, while
+	// the rest of its connection works.
+	LeaseWatchStalled = "lease-watch-stalled" // its watch of Leases stalls (its renewals go on)
+	ShareWatchStalled = "share-watch-stalled" // its watch of its objects stalls (its Lease renews)
+	WriteDelayed      = "write-delayed"       // its writes held, then delivered after the objects moved
 )
 
 // The lifecycle of processes, logged beside the faults: not faults.
@@ -42,7 +47,8 @@ const (
 
 // Kinds lists every fault, in the order the reports show them.
 var Kinds = []string{PartitionRefuse, PartitionHang, Kill, Pause, TermIgnored, LeaseDeleted, LabelEdited,
-	RestartAtOnce, RestartBefore, RestartAt, RestartAfter, Join, Leave, SecondRing}
+	RestartAtOnce, RestartBefore, RestartAt, RestartAfter, Join, Leave, SecondRing,
+	LeaseWatchStalled, ShareWatchStalled, WriteDelayed}
 
 // Entry is one fault or lifecycle event.
 type Entry struct {

@@ -91,14 +91,16 @@ func main() {
 }
 
 // handler is a change handler that works for d, beating, and stops
-// (after the slowness) if cancelled first.
+// (after the slowness) if cancelled first. Its result names its writer:
+// the library stores it in status.<id> (create, update, delete), so
+// that the suite's watcher sees which actor's write made which version.
 func (p *probe) handler(what string, d time.Duration) handlers.ChangeFunc[*unstructured.Unstructured] {
 	return func(ctx context.Context, obj *unstructured.Unstructured, _ *cause.Change) (any, error) {
 		r := p.begin(obj, what)
 		if !r.work(ctx, d, false) {
 			return nil, handlers.Temporary(errors.New("cancelled"), retryDelay)
 		}
-		return nil, nil
+		return r.result(), nil
 	}
 }
 

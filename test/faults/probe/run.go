@@ -38,6 +38,12 @@ func (p *probe) begin(obj *unstructured.Unstructured, what string) *run {
 	return r
 }
 
+// result is what a completed run returns: its actor (as its records name
+// it) and its number, so that every result is new.
+func (r *run) result() map[string]any {
+	return map[string]any{activity.ResultActor: r.base.Actor, activity.ResultRun: r.base.Run}
+}
+
 // record appends one record, stamped now. A record that cannot be written
 // is said on stderr: the run goes on, as the library would let it.
 func (r *run) record(event string, done bool) {
