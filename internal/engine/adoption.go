@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -136,8 +137,8 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 		if !ok {
 			continue
 		}
-		kind := source.Kind[client.Object](c, r.objects.New(), &noticingHandler{memories: r.memories, own: a.e.own},
-			predicate.NewPredicateFuncs(a.e.own.Adopts))
+		entering := &enteringLater{noticingHandler: noticingHandler{memories: r.memories, own: a.e.own}, delay: a.margin()}
+		kind := source.Kind[client.Object](c, r.objects.New(), entering, predicate.NewPredicateFuncs(a.e.own.Adopts))
 		// The controller starts a source with its own context, which
 		// outlives this cache: the source ends with whichever ends first.
 		err := ctrl.Watch(source.TypedFunc[reconcile.Request](func(qctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -162,6 +163,59 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 		close(ac.done)
 	}()
 	return ac, nil
+}
+
+// margin is the ring's margin, LeaseDuration - RenewDeadline: how long a
+// member has to stop its work on an object once it must.
+func (a *adoption) margin() time.Duration {
+	d := a.e.settings.Sharding.Durations
+	return d.LeaseDuration - d.RenewDeadline
+}
+
+// enteringLater is the event handler of an adoption cache's source. An
+// object in the cache's first listing is worked on at once: the retired
+// member whose name it carries stopped by its fence before the ring
+// retired it. One that enters the cache later does so because a write
+// moved its owner label to the retired member's name after the
+// retirement: a handover to a member that died meanwhile, or a claim of
+// that member's that arrived late (held in a proxy, say). If it was a
+// claim, another adopter may be working on the object, under the name it
+// carried before; that adopter stops once the label moves (the object
+// leaves its cache), within the ring's margin, so this one starts only
+// after the margin.
+type enteringLater struct {
+	noticingHandler
+	delay time.Duration
+	// entered holds when each object that entered late did, until its
+	// delay is over: its updates meanwhile wait as long.
+	entered sync.Map // types.UID → time.Time
+}
+
+func (h *enteringLater) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.IsInInitialList || e.Object == nil || h.delay <= 0 {
+		h.noticingHandler.Create(ctx, e, q)
+		return
+	}
+	key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
+	h.memories.Notice(e.Object.GetUID(), key, h.own.FoundAtStart(false))
+	h.own.Entered(e.Object)
+	uid := e.Object.GetUID()
+	h.entered.Store(uid, time.Now())
+	time.AfterFunc(h.delay, func() { h.entered.Delete(uid) })
+	q.AddAfter(reconcile.Request{NamespacedName: key}, h.delay)
+}
+
+func (h *enteringLater) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.ObjectNew != nil {
+		if at, ok := h.entered.Load(e.ObjectNew.GetUID()); ok {
+			if wait := h.delay - time.Since(at.(time.Time)); wait > 0 {
+				q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}, wait)
+				return
+			}
+			h.entered.Delete(e.ObjectNew.GetUID())
+		}
+	}
+	h.noticingHandler.Update(ctx, e, q)
 }
 
 // requestAdopted asks for a reconcile of every object of the cache that

@@ -32,10 +32,14 @@ type leaseAPI interface {
 // the Lease of a member that will not come back, which would otherwise
 // stay forever. A Lease that changed meanwhile counts as renewed now,
 // unless the change was its member's release. A Lease deleted by someone
-// else is dead once it has expired: its member fences itself at its next
-// renewal, and at its renew deadline at the latest. A member that was
-// only cut off and comes back finds its Lease gone and fences itself, as
-// it would anyway.
+// else, whose deletion the watch showed, is dead once it has expired: its
+// member fences itself at its next renewal, and at its renew deadline
+// after the last renewal the watch showed at the latest. One whose
+// deletion the watch did not show (it may be stuck, and have missed the
+// last renewals too) counts as renewed when it is found gone, and is dead
+// a lease duration later (Liveness.Vanished). A member that was only cut
+// off and comes back finds its Lease gone and fences itself, as it would
+// anyway.
 func confirmDead(ctx context.Context, leases leaseAPI, ring string, live *sharding.Liveness, now time.Time) (dead, unconfirmed []string, err error) {
 	var errs []error
 	for member, version := range live.Expired(now) {
@@ -49,6 +53,8 @@ func confirmDead(ctx context.Context, leases leaseAPI, ring string, live *shardi
 			}
 		}
 		switch {
+		case apierrors.IsNotFound(err) && !live.Vanished(member, now):
+			continue // live a lease duration more
 		case err == nil || apierrors.IsNotFound(err):
 			live.Forget(member)
 			dead = append(dead, member)

@@ -3,6 +3,7 @@ package ring
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,14 +65,16 @@ func (f *fakeLeases) Delete(_ context.Context, name string, opts metav1.DeleteOp
 // Members seen expired are asked about: the unchanged are dead and their
 // Leases deleted; the renewed, whose renewals the watch had not shown
 // yet, count as renewed now; those that released their Leases meanwhile
-// are gone; a Lease deleted by someone else is dead once expired; the
-// unreachable count as live until asked.
+// are gone; a Lease deleted by someone else, whose deletion the watch
+// showed, is dead once expired; the unreachable count as live until
+// asked.
 func TestConfirmDead(t *testing.T) {
 	const lease = 15 * time.Second
 	live := sharding.NewLiveness(lease)
 	for _, m := range []string{"dead", "renewed", "vanished", "unreachable", "fresh", "released"} {
 		live.Observe(m, "1", lease, t0)
 	}
+	live.SawGone("vanished")
 	live.Observe("fresh", "2", lease, t0.Add(10*time.Second))
 	leases := &fakeLeases{
 		versions: map[string]string{
@@ -105,6 +108,31 @@ func TestConfirmDead(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"unreachable": "1"}, live.Expired(now)); diff != "" {
 		t.Errorf("still to confirm -want +got:\n%s", diff)
+	}
+}
+
+// A Lease found gone whose deletion the watch never showed (a stuck
+// watch, which may have missed the member's last renewals) counts as
+// renewed when it is found gone, and its member is dead only when it is
+// still gone a lease duration later.
+func TestConfirmDeadWaitsOutALeaseGoneUnseen(t *testing.T) {
+	const lease = 15 * time.Second
+	live := sharding.NewLiveness(lease)
+	live.Observe("unseen-gone", "1", lease, t0)
+	leases := &fakeLeases{versions: map[string]string{}}
+	first := t0.Add(lease)
+	if dead, _, err := confirmDead(context.Background(), leases, "main", live, first); err != nil || len(dead) > 0 {
+		t.Fatalf("found gone at once: dead %v, err %v; want none", dead, err)
+	}
+	if !live.IsLive("unseen-gone", first.Add(lease-time.Nanosecond)) {
+		t.Error("the member is not live for a lease duration after its Lease was found gone")
+	}
+	if got := live.Expired(first.Add(lease - time.Nanosecond)); len(got) > 0 {
+		t.Errorf("expired before a lease duration from the finding: %v", got)
+	}
+	dead, _, err := confirmDead(context.Background(), leases, "main", live, first.Add(lease))
+	if err != nil || !slices.Equal(dead, []string{"unseen-gone"}) {
+		t.Errorf("a lease duration later: dead %v, err %v; want it", dead, err)
 	}
 }
 

@@ -140,7 +140,9 @@ func (f *follower) gone(obj any) {
 	if Released(lease) {
 		f.live.Forget(member)
 		f.poke()
+		return
 	}
+	f.live.SawGone(member)
 }
 
 // staleReleases are the Leases seen released a lease duration or more

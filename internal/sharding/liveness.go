@@ -34,6 +34,9 @@ type Liveness struct {
 	// ended are all the members ever forgotten: Unseen tells those from
 	// members never seen at all.
 	ended map[string]bool
+	// gone are the members whose Leases this observer knows deleted: it
+	// saw the deletion, or found it once already (Vanished).
+	gone map[string]bool
 }
 
 // sighting is a Lease's version, when this observer first saw it, and how
@@ -108,12 +111,48 @@ func (l *Liveness) Observe(member, version string, declared time.Duration, now t
 	l.seen[member] = sighting{version: version, at: now, lasts: max(l.duration, declared)}
 }
 
+// SawGone records that the observer saw the member's Lease deleted (its
+// watch's event): the renewals it saw until then are all there were, so
+// the member is dead once its lease has run out from the last of them.
+func (l *Liveness) SawGone(member string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone == nil {
+		l.gone = map[string]bool{}
+	}
+	l.gone[member] = true
+}
+
+// Vanished records that the API server answered, at now, that the
+// member's Lease is gone, and reports whether its death is certain. It
+// is if the observer saw the deletion, or was told so once before, a
+// lease duration ago. If not, the observer may have missed the member's
+// last renewals (a watch of the Leases that is stuck) just before someone
+// deleted the Lease: the member may be working until its renew deadline
+// after a renewal this observer never saw, so it stays live for a lease
+// duration from now, and is asked about again then.
+func (l *Liveness) Vanished(member string, now time.Time) (dead bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone[member] {
+		return true
+	}
+	if l.gone == nil {
+		l.gone = map[string]bool{}
+	}
+	l.gone[member] = true
+	s := l.seen[member]
+	l.seen[member] = sighting{version: s.version + "/vanished", at: now, lasts: max(l.duration, s.lasts)}
+	return false
+}
+
 // Forget records that a member is no longer one: it released its Lease
 // after it had stopped, or its death was confirmed.
 func (l *Liveness) Forget(member string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.seen, member)
+	delete(l.gone, member)
 	l.ended[member] = true
 	if l.forgotten != nil {
 		l.forgotten[member] = true
