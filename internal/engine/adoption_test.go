@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kopf-go/kopf/internal/memory"
+	"github.com/kopf-go/kopf/internal/ownership"
+)
+
+// queued records what a handler puts into a queue, and after how long.
+type queued struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	now   []reconcile.Request
+	after map[reconcile.Request]time.Duration
+}
+
+func (q *queued) Add(r reconcile.Request) { q.now = append(q.now, r) }
+func (q *queued) AddAfter(r reconcile.Request, d time.Duration) {
+	if q.after == nil {
+		q.after = map[reconcile.Request]time.Duration{}
+	}
+	q.after[r] = d
+}
+
+// An object in an adoption cache's first listing is reconciled at once;
+// one that enters later (a late claim moved its label to the retired
+// member's name) only after the ring's margin, and so are its updates
+// within the margin; after it, its updates go at once.
+func TestAnObjectEnteringAnAdoptionCacheLateWaitsOutTheMargin(t *testing.T) {
+	h := &enteringLater{noticingHandler: noticingHandler{memories: memory.NewStore(nil, nil, nil, nil), own: ownership.Unshared{}},
+		delay: 200 * time.Millisecond}
+	obj := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+	}
+	q := &queued{}
+	h.Create(context.Background(), event.CreateEvent{Object: obj("listed"), IsInInitialList: true}, q)
+	h.Create(context.Background(), event.CreateEvent{Object: obj("late")}, q)
+	listed, late := reconcile.Request{}, reconcile.Request{}
+	listed.Namespace, listed.Name = "ns", "listed"
+	late.Namespace, late.Name = "ns", "late"
+	if len(q.now) != 1 || q.now[0] != listed {
+		t.Errorf("queued at once: %v, want the listed object alone", q.now)
+	}
+	if d := q.after[late]; d != h.delay {
+		t.Errorf("the late object is queued after %s, want the margin %s", d, h.delay)
+	}
+	q.now, q.after = nil, nil
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: obj("late"), ObjectNew: obj("late")}, q)
+	if len(q.now) != 0 || q.after[late] <= 0 || q.after[late] > h.delay {
+		t.Errorf("an update within the margin: queued at once %v, after %v; want after the rest of the margin", q.now, q.after)
+	}
+	time.Sleep(h.delay + 50*time.Millisecond)
+	q.now, q.after = nil, nil
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: obj("late"), ObjectNew: obj("late")}, q)
+	if len(q.now) != 1 || len(q.after) != 0 {
+		t.Errorf("an update after the margin: queued at once %v, after %v; want at once", q.now, q.after)
+	}
+}
