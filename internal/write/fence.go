@@ -83,12 +83,25 @@ func (w *Writer) claimFirst(ctx context.Context, obj client.Object) error {
 	if w.claim == nil {
 		return nil
 	}
+	return w.untilFenced(ctx, obj, func() map[string]any {
+		if body := w.claim(obj); body != nil {
+			return withUID(obj, body)
+		}
+		return nil // claimed meanwhile, or not adopted any more
+	})
+}
+
+// untilFenced sends the main patch that next makes of obj as it is; after
+// a conflict it reads obj's live metadata and, while the fence holds,
+// sends what next makes of it then, fencedAttempts times in all. Nil from
+// next: nothing is left to send.
+func (w *Writer) untilFenced(ctx context.Context, obj client.Object, next func() map[string]any) error {
 	for attempt := 1; ; attempt++ {
-		body := w.claim(obj)
+		body := next()
 		if body == nil {
 			return nil
 		}
-		err := w.send(ctx, obj, withUID(obj, body), false)
+		err := w.send(ctx, obj, body, false)
 		if !apierrors.IsConflict(err) || attempt == fencedAttempts {
 			return err
 		}
@@ -124,19 +137,9 @@ func (w *Writer) sendMain(ctx context.Context, obj client.Object, main map[strin
 	if meta, _ := main["metadata"].(map[string]any); meta["resourceVersion"] != nil {
 		return w.send(ctx, obj, main, false)
 	}
-	for attempt := 1; ; attempt++ {
-		guarded := withMeta(main, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
-		err := w.send(ctx, obj, guarded, false)
-		if !apierrors.IsConflict(err) || attempt == fencedAttempts {
-			return err
-		}
-		if err := fencedPause(ctx, attempt); err != nil {
-			return err
-		}
-		if err := w.refreshFenced(ctx, obj); err != nil {
-			return err
-		}
-	}
+	return w.untilFenced(ctx, obj, func() map[string]any {
+		return withMeta(main, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
+	})
 }
 
 // fencedAttempts bounds the sends of one fenced main patch. The engine's
