@@ -250,8 +250,7 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 	}
 	a.e.log.Info("Listed the objects of a retired ring member.", "retired", retired, "objects", listed,
 		"took", time.Since(began).Round(time.Millisecond).String())
-	claim := a.e.own.ClaimAdopted()
-	if claim == nil {
+	if a.e.own.ClaimAdopted() == nil {
 		return
 	}
 	// A ticker, not a pause after each claim: the claims' own latency
@@ -262,10 +261,10 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 	for ctx.Err() == nil {
 		left := 0
 		for _, r := range a.kinds {
+			claim := r.claim()
 			for _, obj := range a.list(ctx, c, r) {
-				body := claim(obj)
-				if body == nil {
-					continue
+				if _, sent := r.claimed.Load(obj.GetUID()); sent || !a.e.own.Adopts(obj) {
+					continue // a write of the engine's claims it, or another adopter's
 				}
 				left++
 				select {
@@ -273,7 +272,15 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 					return
 				case <-pace.C:
 				}
-				r.noteClaim(obj.GetUID())
+				// The cache's object as it is now, not as it was listed:
+				// the claim's version must be the latest seen.
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+					continue
+				}
+				body := claim(obj)
+				if body == nil {
+					continue
+				}
 				if err := r.writer.Acknowledge(ctx, obj, body); err != nil {
 					r.forgetClaim(obj.GetUID())
 					if ctx.Err() == nil && !apierrors.IsConflict(err) {

@@ -317,21 +317,16 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 
 // runReader is what the run's clients read the engine's kinds from: the
 // run's cache, and for a ring member that adopts, its adoption caches
-// and, between them, the API server (adoption.go).
+// and the objects it claimed, between them (runreader.go).
 func (e *engine) runReader(c cache.Cache, adopt *adoption, kinds []*kindState) (client.Reader, error) {
-	fence := e.own.Fence()
-	if fence == nil || e.own.ClaimAdopted() == nil {
+	if e.own.ClaimAdopted() == nil {
 		return c, nil
 	}
-	live, err := client.New(e.mgr.GetConfig(), client.Options{HTTPClient: e.httpClient, Scheme: e.mgr.GetScheme(), Mapper: e.mapper})
-	if err != nil {
-		return nil, fmt.Errorf("create a client of the API server: %w", err)
-	}
-	gvks := map[string]bool{}
+	byGVK := map[string]*kindState{}
 	for _, r := range kinds {
-		gvks[r.objects.GVK.String()] = true
+		byGVK[r.objects.GVK.String()] = r
 	}
-	return &runReader{main: c, a: adopt, live: live, fence: fence, kinds: gvks, scheme: e.mgr.GetScheme()}, nil
+	return &runReader{main: c, a: adopt, kinds: byGVK, scheme: e.mgr.GetScheme()}, nil
 }
 
 // parts are what the ownership gets to know of the engine to make the

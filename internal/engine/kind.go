@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kopf-go/kopf/internal/children"
@@ -59,6 +62,49 @@ type kindState struct {
 	// claimed are the adopted objects whose claim was sent: each leaves
 	// its adoption cache with a DELETED event that is no deletion.
 	claimed sync.Map // types.UID → struct{}
+	// moving are the claimed objects as they were claimed, until the
+	// share's cache has them (runreader.go).
+	moving sync.Map // types.NamespacedName → movingObject
+}
+
+// movingObject is a claimed object, and when its claim was sent.
+type movingObject struct {
+	obj client.Object
+	at  time.Time
+}
+
+// movingFor is how long a claimed object is read as it was claimed at
+// most: its claim failed, or it went elsewhere meanwhile.
+const movingFor = time.Minute
+
+// noteMoving keeps a copy of an object about to be claimed.
+func (r *kindState) noteMoving(obj metav1.Object) {
+	if o, ok := obj.(client.Object); ok {
+		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+		r.moving.Store(key, movingObject{obj: o.DeepCopyObject().(client.Object), at: time.Now()})
+	}
+}
+
+// moved forgets the copy of a claimed object that the share's cache has.
+func (r *kindState) moved(key types.NamespacedName) { r.moving.Delete(key) }
+
+// readMoving reads a claimed object that is in neither cache into obj as
+// it was claimed; false if there is none (or it is too old).
+func (r *kindState) readMoving(key types.NamespacedName, obj client.Object) bool {
+	v, ok := r.moving.Load(key)
+	if !ok {
+		return false
+	}
+	m := v.(movingObject)
+	if time.Since(m.at) > movingFor {
+		r.moving.Delete(key)
+		return false
+	}
+	src, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m.obj)
+	if err != nil {
+		return false
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(src, obj) == nil
 }
 
 // claim is the kind's writer's claim of adopted objects: the ownership's,
@@ -72,6 +118,7 @@ func (r *kindState) claim() write.Claim {
 		b := body(obj)
 		if b != nil {
 			r.noteClaim(obj.GetUID())
+			r.noteMoving(obj)
 		}
 		return b
 	}

@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,29 +16,29 @@ import (
 )
 
 // runReader reads the engine's kinds from the run's cache and, for a
-// ring member that adopts objects, from its adoption caches, and reads an
-// object that none of them has from the API server, once it is one of
-// the replica's: a claimed object leaves an adoption cache before it
-// enters the share's, and its reconcile in between must not take it for
-// deleted (and stop its daemons).
+// ring member that adopts objects, from its adoption caches. An object
+// that this replica has just claimed leaves its adoption cache before it
+// enters the share's; its reconcile in between must not take it for
+// deleted (and stop its daemons), so it is read as it was claimed
+// (kindState.moving), with no request to the API server.
 type runReader struct {
-	main  cache.Cache
-	a     *adoption
-	live  client.Reader
-	fence func(obj metav1.Object) error
-	// kinds are the engine's kinds' GVKs: other kinds are read from the
+	main cache.Cache
+	a    *adoption
+	// kinds are the engine's kinds by GVK: other kinds are read from the
 	// run's cache alone.
-	kinds  map[string]bool
+	kinds  map[string]*kindState
 	scheme *runtime.Scheme
 }
 
-func (r *runReader) adopts(obj runtime.Object) bool {
+// adopts is the kind of obj (an object or a list) if it is one of the
+// engine's and the replica adopts objects now; nil if not.
+func (r *runReader) adopts(obj runtime.Object) *kindState {
 	if len(r.a.current()) == 0 {
-		return false
+		return nil
 	}
 	gvk, err := apiutil.GVKForObject(obj, r.scheme)
 	if err != nil {
-		return false
+		return nil
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	return r.kinds[gvk.String()]
@@ -67,7 +66,11 @@ func newList(r *kindState, scheme *runtime.Scheme) (client.ObjectList, error) {
 
 func (r *runReader) Get(ctx context.Context, key types.NamespacedName, obj client.Object, opts ...client.GetOption) error {
 	err := r.main.Get(ctx, key, obj, opts...)
-	if !apierrors.IsNotFound(err) || !r.adopts(obj) {
+	kind := r.adopts(obj)
+	if err == nil && kind != nil {
+		kind.moved(key)
+	}
+	if !apierrors.IsNotFound(err) || kind == nil {
 		return err
 	}
 	for _, c := range r.a.current() {
@@ -75,14 +78,14 @@ func (r *runReader) Get(ctx context.Context, key types.NamespacedName, obj clien
 			return nil
 		}
 	}
-	if r.live.Get(ctx, key, obj, opts...) == nil && r.fence(obj) == nil {
+	if kind.readMoving(key, obj) {
 		return nil
 	}
 	return err
 }
 
 func (r *runReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := r.main.List(ctx, list, opts...); err != nil || !r.adopts(list) {
+	if err := r.main.List(ctx, list, opts...); err != nil || r.adopts(list) == nil {
 		return err
 	}
 	items, err := meta.ExtractList(list)

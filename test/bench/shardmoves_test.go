@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
+	"github.com/kopf-go/kopf/test/bench/internal/requests"
 )
 
 // rebalanceFigures are what one rebalance of a ring cost.
@@ -77,6 +78,17 @@ func objectWrites(counts map[string]int) int {
 	return countWhere(counts, func(verb, resource string) bool {
 		return isWriteVerb(verb) && strings.HasPrefix(resource, kex.Resource)
 	})
+}
+
+// objectConflicts counts the writes to the sharded kind that the API
+// server refused with a conflict: they wrote nothing.
+func objectConflicts(counts map[string]int) int { return requests.ConflictsOn(counts, kex.Resource) }
+
+// landedObjectWrites counts the writes to the sharded kind that landed:
+// two writers of one object at once (an adopter's claim, and its cycle's
+// first write) may meet a conflict, which writes nothing.
+func landedObjectWrites(counts map[string]int) int {
+	return objectWrites(counts) - objectConflicts(counts)
 }
 
 // leaseWrites counts the writes to Leases: members' renewals and the

@@ -36,8 +36,8 @@ func TestShardingSmoke(t *testing.T) {
 		if f.f.moved != f.f.expected {
 			t.Errorf("%s: %d objects moved, the hashing moves %d", f.what, f.f.moved, f.f.expected)
 		}
-		if writes := objectWrites(f.f.requests); writes > f.perMoved*f.f.moved {
-			t.Errorf("%s: %d writes to objects for %d moved, want at most %d each: %v", f.what, writes, f.f.moved, f.perMoved, f.f.requests)
+		if writes := landedObjectWrites(f.f.requests); writes > f.perMoved*f.f.moved {
+			t.Errorf("%s: %d writes to objects landed for %d moved, want at most %d each: %v", f.what, writes, f.f.moved, f.perMoved, f.f.requests)
 		}
 	}
 }

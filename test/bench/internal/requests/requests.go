@@ -167,6 +167,20 @@ func Conflicts(counts map[string]int) int {
 	return n
 }
 
+// ConflictsOn sums the counts of the requests about the resource (its
+// subresources too) answered with a conflict.
+func ConflictsOn(counts map[string]int, resource string) int {
+	n := 0
+	for key, v := range counts {
+		if rest, ok := strings.CutPrefix(key, conflictPrefix); ok {
+			if _, res, _ := strings.Cut(rest, " "); strings.HasPrefix(res, resource) {
+				n += v
+			}
+		}
+	}
+	return n
+}
+
 // Key names a request as the API server's audit log would: its verb (get,
 // list, watch, create, update, patch, delete, deletecollection) and its
 // resource, with the subresource after a slash. Discovery and other
