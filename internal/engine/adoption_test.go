@@ -65,3 +65,29 @@ func TestAnObjectEnteringAnAdoptionCacheLateWaitsOutTheMargin(t *testing.T) {
 		t.Errorf("an update after the margin: queued at once %v, after %v; want at once", q.now, q.after)
 	}
 }
+
+// A claimed object is read as it was claimed while it is in neither
+// cache, until the share's cache has it, and no longer than movingFor.
+func TestAClaimedObjectIsReadAsItWasClaimed(t *testing.T) {
+	r := &kindState{}
+	claimed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "uid-o", Labels: map[string]string{"owner": "retired"}},
+		Data: map[string]string{"k": "v"}}
+	key := types.NamespacedName{Namespace: "ns", Name: "o"}
+	if r.readMoving(key, &corev1.ConfigMap{}) {
+		t.Fatal("an object never claimed was read")
+	}
+	r.noteMoving(claimed)
+	claimed.Labels["owner"] = "changed after the claim"
+	got := &corev1.ConfigMap{}
+	if !r.readMoving(key, got) || got.Name != "o" || got.Labels["owner"] != "retired" || got.Data["k"] != "v" {
+		t.Errorf("read %+v, want the object as it was claimed", got)
+	}
+	r.moved(key)
+	if r.readMoving(key, &corev1.ConfigMap{}) {
+		t.Error("an object that the share's cache has was still read as claimed")
+	}
+	r.moving.Store(key, movingObject{obj: claimed, at: time.Now().Add(-movingFor - time.Second)})
+	if r.readMoving(key, &corev1.ConfigMap{}) {
+		t.Error("a claim older than movingFor was still read")
+	}
+}
