@@ -32,7 +32,8 @@ import (
 // moved to itself) before its first write to it, and the others at a slow
 // pace (drainPace), so that the retired member's name goes from every
 // object and its cache can stop. A claimed object moves from the adoption
-// cache to the share's; reads in between find it live (runReader).
+// cache to the share's; reads in between find it as it was claimed
+// (runReader).
 
 // adoption runs the adoption caches of one run of the engine.
 type adoption struct {
