@@ -75,13 +75,24 @@ type movingObject struct {
 
 // movingFor is how long a claimed object is read as it was claimed at
 // most: its claim failed, or it went elsewhere meanwhile.
-const movingFor = time.Minute
+const movingFor = 10 * time.Second
 
 // noteMoving keeps a copy of an object about to be claimed.
 func (r *kindState) noteMoving(obj metav1.Object) {
 	if o, ok := obj.(client.Object); ok {
 		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 		r.moving.Store(key, movingObject{obj: o.DeepCopyObject().(client.Object), at: time.Now()})
+	}
+}
+
+// rewrite keeps the copy of a claimed object between caches as the
+// engine's last write left it: a deletion's last write (the finalizer's
+// removal) must not leave a copy that still holds the finalizer, for a
+// reconcile to run the delete handlers on again.
+func (r *kindState) rewrite(obj client.Object) {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if _, ok := r.moving.Load(key); ok {
+		r.noteMoving(obj)
 	}
 }
 
@@ -150,7 +161,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 	k := &kindState{objects: objs, kindLabel: label, clients: cs,
 		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout).WithConditions(objs.Registered.Conditions).WithFence(own.Fence()), memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
-	k.writer.WithClaim(k.claim())
+	k.writer.WithClaim(k.claim(), k.rewrite)
 	k.host = &kindHost{k: k, done: sup.Done()}
 	invocations := metrics.InvokedOf(label)
 	round := &cycle.Round{Kind: objs.Registered, Progress: s.Progress, Clock: s.Clock, Defaults: s.defaults(),

@@ -70,9 +70,11 @@ func (w *Writer) WithFence(f Fence) *Writer {
 type Claim func(obj metav1.Object) map[string]any
 
 // WithClaim has the writer claim adopted objects before it writes to them
-// (nil: never).
-func (w *Writer) WithClaim(c Claim) *Writer {
-	w.claim = c
+// (nil: never), and tells wrote the object as each write left it (nil:
+// nothing), so that a claimed object's copy between caches stays as the
+// writes left it.
+func (w *Writer) WithClaim(c Claim, wrote func(obj client.Object)) *Writer {
+	w.claim, w.wrote = c, wrote
 	return w
 }
 

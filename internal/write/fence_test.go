@@ -176,7 +176,7 @@ func TestAnAdoptedObjectIsClaimedFirst(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := newGuardRig(t, true)
 			fence, claim := adoptedBy("me")
-			rig.w.WithFence(fence).WithClaim(claim)
+			rig.w.WithFence(fence).WithClaim(claim, nil)
 			grant(t, rig, "retired")
 			obj := rig.Read(t)
 			if tt.meanwhile != nil {

@@ -58,6 +58,8 @@ type Writer struct {
 	// claim, if set, makes an adopted object this replica's before the
 	// first write to it (fence.go).
 	claim Claim
+	// wrote, if set, is told the object as every write left it.
+	wrote func(obj client.Object)
 }
 
 // New is the writer of the kind's objects with the operator's finalizer,
@@ -96,6 +98,9 @@ func (w *Writer) Acknowledge(ctx context.Context, obj client.Object, ack map[str
 // (deleted, or deleted and created anew under its name) gets nothing, and
 // the error is a *GoneError.
 func (w *Writer) Write(ctx context.Context, log logr.Logger, obj client.Object, p *patch.Patch, fin Finalizer) (conflict bool, err error) {
+	if w.wrote != nil {
+		defer func() { w.wrote(obj) }()
+	}
 	main, status, err := w.split(ctx, p)
 	if err != nil {
 		return false, err

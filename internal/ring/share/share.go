@@ -204,7 +204,12 @@ func (r *Ownership) Adopting() (map[string]labels.Selector, <-chan struct{}) {
 // object that is not adopted.
 func (r *Ownership) ClaimAdopted() func(obj metav1.Object) map[string]any {
 	return func(obj metav1.Object) map[string]any {
-		if !r.adopted(obj) {
+		// An object being deleted is not claimed: its adopter completes
+		// the deletion under the retired member's name, and the object
+		// never moves between this member's caches, whose watches could
+		// show it again, with its finalizer, after the deletion's last
+		// write.
+		if !r.adopted(obj) || obj.GetDeletionTimestamp() != nil {
 			return nil
 		}
 		me := r.member.Name()

@@ -178,7 +178,12 @@ func TestRingShareAdopts(t *testing.T) {
 	if diff := cmp.Diff(want, claim(named(mine, "m-r", "m-r"))); diff != "" {
 		t.Errorf("the claim of an adopted object -want +got:\n%s", diff)
 	}
-	for _, obj := range []*corev1.ConfigMap{named(theirs, "m-r", "m-r"), named(mine, me, me), named(mine, "m-r", "m-b")} {
+	deleting := named(mine, "m-r", "m-r")
+	deleting.DeletionTimestamp = &metav1.Time{Time: shareT0}
+	if got := r.Claim(deleting, shareT0); got.Kind != ownership.Work {
+		t.Errorf("an adopted object being deleted: claim = %+v, want work (its adopter completes the deletion)", got)
+	}
+	for _, obj := range []*corev1.ConfigMap{named(theirs, "m-r", "m-r"), named(mine, me, me), named(mine, "m-r", "m-b"), deleting} {
 		if got := claim(obj); got != nil {
 			t.Errorf("an object that is not adopted by this member (%v %v) is claimed: %v", obj.Labels, obj.Annotations, got)
 		}
