@@ -264,8 +264,8 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 		for _, r := range a.kinds {
 			claim := r.claim()
 			for _, obj := range a.list(ctx, c, r) {
-				if _, sent := r.claimed.Load(obj.GetUID()); sent || !a.e.own.Adopts(obj) {
-					continue // a write of the engine's claims it, or another adopter's
+				if _, sent := r.claimed.Load(obj.GetUID()); sent || !a.e.own.Adopts(obj) || obj.GetDeletionTimestamp() != nil {
+					continue // a write of the engine's claims it, another adopter's, or a deletion that needs no claim
 				}
 				left++
 				select {
