@@ -202,11 +202,13 @@ func WriteKubeconfig(env *envtest.Environment, dir string) (string, error) {
 // were not running when NoLeaks was called: call it first in a test, before
 // StartOperator, whose stop (a cleanup registered later) then runs before
 // the check. The HTTP connections the clients keep alive are not counted,
-// nor the goroutine that controller-runtime starts for an event handler
-// registered on a cache of several namespaces: it waits for every
-// namespace's informer to sync, and one that was stopped before it synced
-// never does, so that goroutine outlives the cache (controller-runtime
-// v0.25, multi_namespace_cache.go); nothing of the engine's can end it.
+// nor the two goroutines that controller-runtime starts for an informer
+// of a cache of several namespaces, and for an event handler registered
+// on it: each waits for every namespace's informer to sync, and one that
+// was stopped before it synced never does, so they outlive the cache
+// (controller-runtime v0.25, multi_namespace_cache.go); nothing of the
+// engine's can end them. (A ring member's adoption caches, started and
+// stopped as members die, meet it more often than a run's cache.)
 func NoLeaks(t testing.TB) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
@@ -216,7 +218,8 @@ func NoLeaks(t testing.TB) {
 			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 			goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
 			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-			goleak.IgnoreTopFunction("sigs.k8s.io/controller-runtime/pkg/cache.newMultiNamespaceInformerHandlerRegistration.func1")); err != nil {
+			goleak.IgnoreTopFunction("sigs.k8s.io/controller-runtime/pkg/cache.newMultiNamespaceInformerHandlerRegistration.func1"),
+			goleak.IgnoreTopFunction("sigs.k8s.io/controller-runtime/pkg/cache.newMultiNamespaceInformer.func1")); err != nil {
 			t.Error(err)
 		}
 	})
