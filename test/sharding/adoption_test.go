@@ -33,17 +33,9 @@ func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	}
 	names := r.createObjects(60)
 	r.waitSettled(names, time.Minute)
-	// The create handlers run beside the daemons, not before them: the
-	// last may still be under way when the ring has settled, and one whose
-	// outcome the survivors cannot write runs again (at least once).
-	kopftest.Eventually(t, "every create handler ran", 30*time.Second, func() bool {
-		for _, name := range names {
-			if len(r.det.creates(name)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	// A create handler still under way at the crash, whose outcome the
+	// survivors cannot write, would run again (at least once).
+	r.waitCreates(names)
 	owned, _, _ := r.owners()
 	var adopted []string
 	for _, name := range names {

@@ -287,6 +287,21 @@ func (r *testRing) startHashing(key string, others ...string) string {
 	}
 }
 
+// waitCreates waits until every object's create handler has run: they
+// run beside the daemons, not before them, so the last may still be
+// under way when the ring has settled.
+func (r *testRing) waitCreates(names []string) {
+	r.t.Helper()
+	kopftest.Eventually(r.t, "every create handler ran", 30*time.Second, func() bool {
+		for _, name := range names {
+			if len(r.det.creates(name)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // waitGone waits until the objects are gone.
 func (r *testRing) waitGone(names []string, timeout time.Duration) {
 	r.t.Helper()

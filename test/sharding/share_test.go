@@ -25,17 +25,7 @@ func TestRingShares300(t *testing.T) {
 	}
 	names := r.createObjects(300)
 	r.waitSettled(names, 2*time.Minute)
-	// A settled ring runs every object's daemon on its owner; the create
-	// handlers run beside the daemons, not before them, so the last may
-	// still be under way.
-	kopftest.Eventually(t, "every create handler ran", 30*time.Second, func() bool {
-		for _, name := range names {
-			if len(r.det.creates(name)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	r.waitCreates(names)
 	for _, name := range names {
 		if got := r.det.creates(name); len(got) != 1 {
 			t.Errorf("%s: create handler ran on %v, want once", name, got)
