@@ -43,10 +43,15 @@ type LateWrite struct {
 
 // LateWrites applies the rule of late writes: a result that is new in a
 // version (another actor or run than the version before had under that
-// handler id) must have been written on a version granted to its
-// writer's member. Once an object's grant names another member than the
-// writer's, no later version carries a new result of that writer until
-// the grant names the writer's member again. members maps member names
+// handler id), by a writer whose member held the object's grant on an
+// earlier version, must have been written on a version granted to its
+// writer's member. Once an object's grant has moved from the writer's
+// member to another, no later version carries a new result of that
+// writer until the grant names the writer's member again. A writer that
+// never held the grant is not judged: an adopter works on a retired
+// member's objects under that member's grant until it claims them (and
+// completes a deletion without a claim), and a ring renamed in a rolling
+// update writes under keys this rule does not read. members maps member names
 // to their replicas' POD_IDs (from the members' Leases); a writer's
 // member is any member name of its POD_ID. It returns the late writes
 // and how many new results it judged.
@@ -64,8 +69,15 @@ func LateWrites(versions []Version, members map[string]string) ([]LateWrite, int
 	judged := 0
 	for _, k := range order {
 		vs := byObject[k]
+		held := map[string]bool{} // the replicas whose members held the grant
+		if len(vs) > 0 && vs[0].Grant != "" {
+			held[members[vs[0].Grant]] = true
+		}
 		for i := 1; i < len(vs); i++ {
 			prev, v := vs[i-1], vs[i]
+			if prev.Grant != "" {
+				held[members[prev.Grant]] = true
+			}
 			if v.AfterGap || v.RV == prev.RV {
 				continue
 			}
@@ -79,8 +91,11 @@ func LateWrites(versions []Version, members map[string]string) ([]LateWrite, int
 				if r == prev.Results[id] || r.Actor == "" {
 					continue
 				}
-				judged++
 				holder := members[prev.Grant]
+				if !held[replica(r.Actor)] {
+					continue // never its to write: an adopter's, or another ring's
+				}
+				judged++
 				if prev.Grant != "" && holder == replica(r.Actor) {
 					continue
 				}

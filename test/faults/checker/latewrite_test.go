@@ -69,15 +69,25 @@ func TestLateWrites(t *testing.T) {
 			judged: 2,
 		},
 		{
-			name: "a result on an object granted to nobody, and one to a member never seen",
+			name: "results of a writer that never held the grant (another ring's, under keys the rule does not read) are not judged",
 			versions: []Version{
 				v("2", "", nil),
 				v("3", "", map[string]Result{"create": res("a/10", 1)}),
 				v("4", "m-x", map[string]Result{"create": res("a/10", 1)}),
 				v("5", "m-x", map[string]Result{"create": res("a/10", 2)}),
 			},
-			want:   []late{{"3", "create", "a/10", ""}, {"5", "create", "a/10", "m-x"}},
-			judged: 2,
+			judged: 0,
+		},
+		{
+			name: "an adopter works under the retired member's grant, then claims; the retired member's late result is late",
+			versions: []Version{
+				v("2", "m-a", map[string]Result{"create": res("a/10", 1)}),
+				v("3", "m-a", map[string]Result{"create": res("a/10", 1), "delete": res("b/20", 1)}), // b adopted a's object
+				v("4", "m-b", map[string]Result{"create": res("a/10", 1), "delete": res("b/20", 1)}), // b's claim
+				v("5", "m-b", map[string]Result{"create": res("a/10", 2), "delete": res("b/20", 1)}), // a's, delivered late
+			},
+			want:   []late{{"5", "create", "a/10", "m-b"}},
+			judged: 1,
 		},
 		{
 			name: "a write that moves the grant and carries the writer's result was written on the writer's version",
