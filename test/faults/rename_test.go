@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,19 @@ const ringRenamed = "ring-renamed"
 func (s *suite) renameRing(ctx context.Context) error {
 	r := s.ring
 	r.mu.Lock()
+	if r.renaming {
+		r.mu.Unlock()
+		// One rollout at a time, as a Deployment rolls out one template
+		// at a time: two renames at once make three rings, each waiting
+		// for the others' members, and the step's bound is one rename's.
+		return notInjected(errors.New("another rename of the ring is under way"))
+	}
+	r.renaming = true
+	defer func() {
+		r.mu.Lock()
+		r.renaming = false
+		r.mu.Unlock()
+	}()
 	r.renames++
 	nth := r.renames
 	r.mu.Unlock()

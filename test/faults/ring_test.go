@@ -82,6 +82,8 @@ type ring struct {
 	// give their replicas POD_IDs of their own; renames, its renames
 	// (rename_test.go).
 	secondRings, renames int
+	// renaming: a rename of the ring is under way (rename_test.go).
+	renaming bool
 	// extra are more of the runner's flags for its replicas.
 	extra []string
 }
