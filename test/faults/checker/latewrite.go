@@ -29,6 +29,9 @@ type Result struct {
 	Run   int64
 }
 
+// DeleteHandler is the id of the probe's delete handler.
+const DeleteHandler = "delete"
+
 // LateWrite is a result that landed on an object when the version it was
 // written on was granted to another member than the writer's: a write
 // that a fence should have refused.
@@ -51,7 +54,11 @@ type LateWrite struct {
 // never held the grant is not judged: an adopter works on a retired
 // member's objects under that member's grant until it claims them (and
 // completes a deletion without a claim), and a ring renamed in a rolling
-// update writes under keys this rule does not read. members maps member names
+// update writes under keys this rule does not read. The delete handler's
+// results (DeleteHandler) are not judged at all: an adopter completes a
+// deletion under the retired member's grant, with no claim, and that
+// member may be one the adopter once handed the object to; without the
+// ring's epoch the rule cannot tell that from the old owner's late result. members maps member names
 // to their replicas' POD_IDs (from the members' Leases); a writer's
 // member is any member name of its POD_ID. It returns the late writes
 // and how many new results it judged.
@@ -88,7 +95,7 @@ func LateWrites(versions []Version, members map[string]string) ([]LateWrite, int
 			sort.Strings(ids)
 			for _, id := range ids {
 				r := v.Results[id]
-				if r == prev.Results[id] || r.Actor == "" {
+				if r == prev.Results[id] || r.Actor == "" || id == DeleteHandler {
 					continue
 				}
 				holder := members[prev.Grant]

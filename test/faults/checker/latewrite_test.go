@@ -79,6 +79,15 @@ func TestLateWrites(t *testing.T) {
 			judged: 0,
 		},
 		{
+			name: "delete results are not judged: an adopter completes a deletion under the retired member's grant",
+			versions: []Version{
+				v("2", "m-a", map[string]Result{"create": res("a/10", 1)}),
+				v("3", "m-b", map[string]Result{"create": res("a/10", 1)}),
+				v("4", "m-b", map[string]Result{"create": res("a/10", 1), "delete": res("a/10", 1)}),
+			},
+			judged: 0,
+		},
+		{
 			name: "an adopter works under the retired member's grant, then claims; the retired member's late result is late",
 			versions: []Version{
 				v("2", "m-a", map[string]Result{"create": res("a/10", 1)}),
