@@ -161,7 +161,11 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 	k := &kindState{objects: objs, kindLabel: label, clients: cs,
 		writer: write.New(objs.GVK, s.Finalizer, cs, status, write.Timeout).WithConditions(objs.Registered.Conditions).WithFence(own.Fence()), memories: mems,
 		events: make(chan event.GenericEvent, enqueueBuffer), own: own, settings: s, sup: sup}
-	k.writer.WithClaim(k.claim(), k.rewrite)
+	if claim := k.claim(); claim != nil {
+		// Only a ring member claims, and has copies of claimed objects
+		// to keep.
+		k.writer.WithClaim(claim, k.rewrite)
+	}
 	k.host = &kindHost{k: k, done: sup.Done()}
 	invocations := metrics.InvokedOf(label)
 	round := &cycle.Round{Kind: objs.Registered, Progress: s.Progress, Clock: s.Clock, Defaults: s.defaults(),

@@ -230,17 +230,23 @@ func stripManagedFields(in any) (any, error) {
 // once it has joined.
 func runCache(mgr manager.Manager, mapper meta.RESTMapper, selector func() labels.Selector) func(namespaces []string, kinds []*kindState) (cache.Cache, error) {
 	return func(namespaces []string, kinds []*kindState) (cache.Cache, error) {
-		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
-			DefaultTransform: stripManagedFields}
-		if sel := selector(); sel != nil {
-			opts.ByObject = map[client.Object]cache.ByObject{}
-			for _, r := range kinds {
-				opts.ByObject[r.objects.New()] = cache.ByObject{Label: sel}
-			}
-		}
-		opts.DefaultNamespaces = namespaceConfigs(namespaces)
-		return cache.New(mgr.GetConfig(), opts)
+		return cache.New(mgr.GetConfig(), cacheOptions(mgr, mapper, namespaces, kinds, selector()))
 	}
+}
+
+// cacheOptions are the options of a run's cache of the namespaces: the
+// kinds' objects that sel selects (nil: all of them), without their
+// managedFields.
+func cacheOptions(mgr manager.Manager, mapper meta.RESTMapper, namespaces []string, kinds []*kindState, sel labels.Selector) cache.Options {
+	opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
+		DefaultTransform: stripManagedFields, DefaultNamespaces: namespaceConfigs(namespaces)}
+	if sel != nil {
+		opts.ByObject = map[client.Object]cache.ByObject{}
+		for _, r := range kinds {
+			opts.ByObject[r.objects.New()] = cache.ByObject{Label: sel}
+		}
+	}
+	return opts
 }
 
 // adoptionCache returns the maker of a run's cache of the objects of one
@@ -249,12 +255,8 @@ func runCache(mgr manager.Manager, mapper meta.RESTMapper, selector func() label
 // instead of starting an informer.
 func adoptionCache(mgr manager.Manager, mapper meta.RESTMapper) func(namespaces []string, kinds []*kindState, sel labels.Selector) (cache.Cache, error) {
 	return func(namespaces []string, kinds []*kindState, sel labels.Selector) (cache.Cache, error) {
-		opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mapper,
-			DefaultTransform: stripManagedFields, ReaderFailOnMissingInformer: true,
-			ByObject: map[client.Object]cache.ByObject{}, DefaultNamespaces: namespaceConfigs(namespaces)}
-		for _, r := range kinds {
-			opts.ByObject[r.objects.New()] = cache.ByObject{Label: sel}
-		}
+		opts := cacheOptions(mgr, mapper, namespaces, kinds, sel)
+		opts.ReaderFailOnMissingInformer = true
 		return cache.New(mgr.GetConfig(), opts)
 	}
 }

@@ -68,7 +68,7 @@ func (e Epoch) RetiredNames() []string {
 // true if nothing did.
 func (e Epoch) Next(live []string, gone []string) (next Epoch, unchanged bool) {
 	serial := e.Serial + 1
-	next = Epoch{Serial: serial, Members: slices.Sorted(slices.Values(slices.Clone(live))),
+	next = Epoch{Serial: serial, Members: slices.Sorted(slices.Values(live)),
 		Joined: map[string]int64{}, Retired: map[string]int64{}}
 	next.Members = slices.Compact(next.Members)
 	for _, m := range next.Members {
