@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -21,10 +20,9 @@ import (
 // it is active on now: a few seconds of its beats.
 const recentTail = 256 << 10
 
-// activeOn are the objects the member's current process recorded
-// activity on within the last window.
+// activeOn are the objects the member's current process was active on
+// within the last window, as the checker counts a victim's objects.
 func (m *member) activeOn(window time.Duration) []string {
-	actor := m.Actor()
 	f, err := os.Open(m.records)
 	if err != nil {
 		return nil
@@ -34,20 +32,14 @@ func (m *member) activeOn(window time.Duration) []string {
 		_, _ = f.Seek(st.Size()-recentTail, io.SeekStart)
 	}
 	data, _ := io.ReadAll(f)
-	since := time.Now().Add(-window).UnixNano()
-	set := map[string]bool{}
+	var records []activity.Record
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		var r activity.Record
-		if json.Unmarshal(line, &r) == nil && r.Actor == actor && r.At >= since {
-			set[r.Object] = true
+		if json.Unmarshal(line, &r) == nil {
+			records = append(records, r)
 		}
 	}
-	out := make([]string, 0, len(set))
-	for o := range set {
-		out = append(out, o)
-	}
-	sort.Strings(out)
-	return out
+	return checker.ActiveObjects(records, m.Actor(), time.Now(), window)
 }
 
 // pickWindow is how recent a candidate's activity must be: well inside

@@ -38,7 +38,7 @@ func takeovers(active map[string]map[string][]Interval, deleted map[string]int64
 			continue
 		}
 		t := Takeover{Fault: f, First: -1, All: -1}
-		for _, object := range victimObjects(active, deleted, f) {
+		for _, object := range victimObjects(active, deleted, f, LookBack) {
 			t.Objects++
 			g, ok := takeover(others(active[object], f.Actor), f.Actor, f.Start)
 			if !ok {
@@ -64,12 +64,12 @@ func takeovers(active map[string]map[string][]Interval, deleted map[string]int64
 }
 
 // victimObjects are the objects the fault's actor was active on in the
-// LookBack before its start; only the fault's object, if it names one.
+// window before its start; only the fault's object, if it names one.
 // An object whose delete handler had completed by then is left out: a
 // daemon that ignores its stop may still run for it, but nothing is left
 // for anyone to take over.
-func victimObjects(active map[string]map[string][]Interval, deleted map[string]int64, f faultlog.Entry) []string {
-	window := []Interval{{f.Start - int64(LookBack), f.Start}}
+func victimObjects(active map[string]map[string][]Interval, deleted map[string]int64, f faultlog.Entry, within time.Duration) []string {
+	window := []Interval{{f.Start - int64(within), f.Start}}
 	var out []string
 	for object, byActor := range active {
 		if (f.Object != "" && object != f.Object) || (deleted[object] != 0 && deleted[object] <= f.Start) {
@@ -81,6 +81,30 @@ func victimObjects(active map[string]map[string][]Interval, deleted map[string]i
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ActiveObjects are the objects that a fault beginning now would find
+// the actor active on, as the checker will count them, with activity
+// within the window before now: a suite picks its victims by it, so that
+// a fault never finds its victim idle in the checker's eyes while the
+// suite saw it busy (an object whose deletion the actor completed, say,
+// or a run of a single record, which has no length).
+func ActiveObjects(records []activity.Record, actor string, now time.Time, window time.Duration) []string {
+	all := runs(records)
+	active := map[string]map[string][]Interval{}
+	for _, x := range all {
+		if x.actor != actor {
+			continue
+		}
+		if active[x.object] == nil {
+			active[x.object] = map[string][]Interval{}
+		}
+		active[x.object][actor] = append(active[x.object][actor], Interval{x.from, x.to})
+	}
+	for _, byActor := range active {
+		byActor[actor] = union(byActor[actor])
+	}
+	return victimObjects(active, deletions(all), faultlog.Entry{Actor: actor, Start: now.UnixNano()}, window)
 }
 
 // touches reports whether an interval holds the moment.

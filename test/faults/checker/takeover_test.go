@@ -119,3 +119,23 @@ func TestDuplicates(t *testing.T) {
 		t.Errorf("duplicates -want +got:\n%s", diff)
 	}
 }
+
+// A suite picks its victims by what the checker will count: an object
+// whose deletion the actor completed, a run of a single record, an old
+// run and another actor's runs are not the actor's objects now.
+func TestActiveObjects(t *testing.T) {
+	lone := activity.Record{Actor: "a/1", Object: "ns/lone", What: activity.Update, Event: activity.Start, At: ms(9900), Run: 999}
+	records := concat(
+		daemon("a/1", "ns/daemon", 0, 10000, false),
+		running("a/1", "ns/updated", activity.Update, 9700, 9800, true, true),
+		running("a/1", "ns/deleted", activity.Delete, 9500, 9800, true, true),
+		daemon("a/1", "ns/deleted", 0, 9800, true),
+		running("a/1", "ns/old", activity.Update, 1000, 1100, true, true),
+		daemon("b/2", "ns/other", 0, 10000, false),
+		[]activity.Record{lone},
+	)
+	got := ActiveObjects(records, "a/1", time.Unix(0, ms(10000)), 500*time.Millisecond)
+	if diff := cmp.Diff([]string{"ns/daemon", "ns/updated"}, got); diff != "" {
+		t.Errorf("active objects -want +got:\n%s", diff)
+	}
+}
