@@ -33,6 +33,7 @@ func PlaceShardsAtAdmission[T client.Object](res *Resource[T]) {
 		}
 		if p, ok := placer.Place(namespace, obj.GetName(), obj.GetLabels()); ok {
 			r.Patch.SetLabel(p.OwnerLabel, p.Owner)
+			r.Patch.SetLabel(p.BucketLabel, p.Bucket)
 			r.Patch.SetAnnotation(p.GrantAnnotation, p.Owner)
 		}
 		return nil

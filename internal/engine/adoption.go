@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,8 +45,13 @@ type adoption struct {
 	ctrls      map[*kindState]controller.Controller
 
 	mu     sync.Mutex
-	caches map[string]*adoptCache // by retired member
+	caches map[adoptKey]*adoptCache
 }
+
+// adoptKey names an adoption cache: a retired member has one per
+// selection of its objects that this replica adopts (one, and one more
+// for the buckets each death of another adopter gave this one).
+type adoptKey struct{ retired, selector string }
 
 // adoptCache is the cache of one retired member's objects.
 type adoptCache struct {
@@ -77,18 +84,24 @@ func (a *adoption) run(ctx context.Context) {
 	}
 }
 
-// follow starts the caches of the retired members in want, stops those
-// not in it, and has every object of the caches that kept going that is
-// this replica's now reconciled (the epoch may have given it objects of
+// follow starts the caches of the selections in want, stops those not in
+// it, and has every object of the caches that kept going that is this
+// replica's now reconciled (the epoch may have given it objects of
 // another adopter that died).
-func (a *adoption) follow(ctx context.Context, want map[string]labels.Selector) {
+func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector) {
+	wanted := map[adoptKey]labels.Selector{}
+	for retired, sels := range want {
+		for _, sel := range sels {
+			wanted[adoptKey{retired: retired, selector: sel.String()}] = sel
+		}
+	}
 	a.mu.Lock()
 	var stopping []*adoptCache
-	for retired, ac := range a.caches {
-		if _, ok := want[retired]; !ok {
+	for k, ac := range a.caches {
+		if _, ok := wanted[k]; !ok {
 			ac.stop()
 			stopping = append(stopping, ac)
-			delete(a.caches, retired)
+			delete(a.caches, k)
 		}
 	}
 	kept := slices.Collect(maps.Values(a.caches))
@@ -99,21 +112,24 @@ func (a *adoption) follow(ctx context.Context, want map[string]labels.Selector) 
 	for _, ac := range kept {
 		a.requestAdopted(ctx, ac.c)
 	}
-	for _, retired := range slices.Sorted(maps.Keys(want)) {
+	keys := slices.SortedFunc(maps.Keys(wanted), func(x, y adoptKey) int {
+		return cmp.Or(cmp.Compare(x.retired, y.retired), cmp.Compare(x.selector, y.selector))
+	})
+	for _, k := range keys {
 		a.mu.Lock()
-		_, running := a.caches[retired]
+		_, running := a.caches[k]
 		a.mu.Unlock()
 		if running {
 			continue
 		}
-		ac, err := a.start(ctx, retired, want[retired])
+		ac, err := a.start(ctx, k.retired, wanted[k])
 		if err != nil {
 			a.e.log.Error(err, "The objects of a retired ring member cannot be watched; they are watched when the ring's epoch changes next.",
-				"retired", retired)
+				"retired", k.retired, "selector", k.selector)
 			continue
 		}
 		a.mu.Lock()
-		a.caches[retired] = ac
+		a.caches[k] = ac
 		a.mu.Unlock()
 	}
 }
@@ -153,7 +169,7 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 	if err := a.e.lowLevelOn(cctx, c, a.kinds, false); err != nil && cctx.Err() == nil {
 		a.e.log.Error(err, "The low-level handlers do not see the objects of a retired ring member until they are claimed.", "retired", retired)
 	}
-	a.e.log.Info("Adopting the objects of a retired ring member.", "retired", retired)
+	a.e.log.Info("Adopting the objects of a retired ring member.", "retired", retired, "selection", shortSelection(sel))
 	wg.Go(func() { a.drain(cctx, c, retired) })
 	go func() {
 		wg.Wait()
@@ -264,8 +280,9 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 		for _, r := range a.kinds {
 			claim := r.claim()
 			for _, obj := range a.list(ctx, c, r) {
-				if _, sent := r.claimed.Load(obj.GetUID()); sent || !a.e.own.Adopts(obj) || obj.GetDeletionTimestamp() != nil {
-					continue // a write of the engine's claims it, another adopter's, or a deletion that needs no claim
+				act := a.drainAction(r, obj)
+				if act == drainNothing {
+					continue
 				}
 				left++
 				select {
@@ -274,11 +291,17 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 				case <-pace.C:
 				}
 				// The cache's object as it is now, not as it was listed:
-				// the claim's version must be the latest seen.
+				// the write's version must be the latest seen.
 				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 					continue
 				}
 				body := claim(obj)
+				if act == drainRebucket {
+					// Another adopter's object, whose bucket label hides it
+					// from that adopter: it goes to its bucket, and this
+					// cache no longer holds it.
+					body = a.e.own.Rebucket(obj)
+				}
 				if body == nil {
 					continue
 				}
@@ -305,6 +328,41 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 			}
 		}
 	}
+}
+
+// drainAct is what the drain does with one object of an adoption cache.
+type drainAct int
+
+const (
+	drainNothing  drainAct = iota
+	drainClaim             // it is this replica's: claim it
+	drainRebucket          // its bucket label hides it from its adopter
+)
+
+// drainAction tells what the drain does with the object.
+func (a *adoption) drainAction(r *kindState, obj client.Object) drainAct {
+	if a.e.own.Rebucket(obj) != nil {
+		return drainRebucket
+	}
+	if r.claimSent(obj) || !a.e.own.Adopts(obj) || obj.GetDeletionTimestamp() != nil {
+		return drainNothing // a write of the engine's claims it, another adopter's, or a deletion that needs no claim
+	}
+	return drainClaim
+}
+
+// shortSelection describes a selection for a log line: a requirement's
+// long list of values (buckets) is told by its count.
+func shortSelection(sel labels.Selector) string {
+	reqs, _ := sel.Requirements()
+	parts := make([]string, 0, len(reqs))
+	for _, req := range reqs {
+		if values := req.Values(); values.Len() > 8 {
+			parts = append(parts, fmt.Sprintf("%s %s (%d values)", req.Key(), req.Operator(), values.Len()))
+			continue
+		}
+		parts = append(parts, req.String())
+	}
+	return strings.Join(parts, ",")
 }
 
 // drainIdle is how long a drain with nothing left to claim waits before
@@ -346,7 +404,7 @@ func (a *adoption) current() []cache.Cache {
 func (a *adoption) stopAll() {
 	a.mu.Lock()
 	caches := a.caches
-	a.caches = map[string]*adoptCache{}
+	a.caches = map[adoptKey]*adoptCache{}
 	a.mu.Unlock()
 	for _, ac := range caches {
 		ac.stop()

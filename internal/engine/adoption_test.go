@@ -91,3 +91,27 @@ func TestAClaimedObjectIsReadAsItWasClaimed(t *testing.T) {
 		t.Error("a claim older than movingFor was still read")
 	}
 }
+
+// The adoption cache's copy of an object as it was when its claim was
+// sent is not read (the claim has changed it); a newer copy, which the
+// claim did not change (it conflicted), or one never claimed, is.
+func TestAClaimSentHidesTheCopyFromBeforeIt(t *testing.T) {
+	r := &kindState{}
+	at := func(version string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "uid-o", ResourceVersion: version}}
+	}
+	if r.claimSent(at("5")) {
+		t.Fatal("an object never claimed counts as claimed")
+	}
+	r.noteClaim("uid-o", "5")
+	if !r.claimSent(at("5")) {
+		t.Error("the copy the claim was sent for counts as unclaimed")
+	}
+	if r.claimSent(at("6")) {
+		t.Error("a copy newer than the claim counts as claimed")
+	}
+	r.forgetClaim("uid-o")
+	if r.claimSent(at("5")) {
+		t.Error("a claim that failed still hides the copy")
+	}
+}

@@ -232,7 +232,7 @@ func (e *engine) run(ctx context.Context, rescope func()) error {
 	}
 	e.runCache.Store(&c)
 	defer e.runCache.Store(nil)
-	adopt := &adoption{e: e, namespaces: namespaces, kinds: kinds, caches: map[string]*adoptCache{}}
+	adopt := &adoption{e: e, namespaces: namespaces, kinds: kinds, caches: map[adoptKey]*adoptCache{}}
 	reader, err := e.runReader(c, adopt, kinds)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ type kindState struct {
 	children   map[*registry.ChildKind]*children.Known
 	// claimed are the adopted objects whose claim was sent: each leaves
 	// its adoption cache with a DELETED event that is no deletion.
-	claimed sync.Map // types.UID → struct{}
+	claimed sync.Map // types.UID → the resourceVersion claimed
 	// moving are the claimed objects as they were claimed, until the
 	// share's cache has them (runreader.go).
 	moving sync.Map // types.NamespacedName → movingObject
@@ -128,14 +128,22 @@ func (r *kindState) claim() write.Claim {
 	return func(obj metav1.Object) map[string]any {
 		b := body(obj)
 		if b != nil {
-			r.noteClaim(obj.GetUID())
+			r.noteClaim(obj.GetUID(), obj.GetResourceVersion())
 			r.noteMoving(obj)
 		}
 		return b
 	}
 }
 
-func (r *kindState) noteClaim(uid types.UID)   { r.claimed.Store(uid, struct{}{}) }
+func (r *kindState) noteClaim(uid types.UID, version string) { r.claimed.Store(uid, version) }
+
+// claimSent reports whether a claim of the object as it is was sent: one
+// of an older version was answered, or its answer does not matter (the
+// object came back to an adoption cache, say, since it was claimed).
+func (r *kindState) claimSent(obj metav1.Object) bool {
+	version, ok := r.claimed.Load(obj.GetUID())
+	return ok && version == obj.GetResourceVersion()
+}
 func (r *kindState) forgetClaim(uid types.UID) { r.claimed.Delete(uid) }
 
 // leftCache reports (once) whether a DELETED event is an object that left

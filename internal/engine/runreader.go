@@ -20,7 +20,11 @@ import (
 // that this replica has just claimed leaves its adoption cache before it
 // enters the share's; its reconcile in between must not take it for
 // deleted (and stop its daemons), so it is read as it was claimed
-// (kindState.moving), with no request to the API server.
+// (kindState.moving), with no request to the API server. Nor may it read
+// the adoption cache's copy from before the claim, which that cache holds
+// until its watch brings the claim: a cycle on that copy would take the
+// object for adopted still, and work on it after it was claimed and
+// handed over to another member.
 type runReader struct {
 	main cache.Cache
 	a    *adoption
@@ -74,7 +78,10 @@ func (r *runReader) Get(ctx context.Context, key types.NamespacedName, obj clien
 		return err
 	}
 	for _, c := range r.a.current() {
-		if c.Get(ctx, key, obj, opts...) == nil && r.a.e.own.Adopts(obj) {
+		// The adoption cache's copy of an object whose claim this
+		// replica sent is the one from before the claim, until the
+		// cache hears of it: the claimed copy, below, is what it is now.
+		if c.Get(ctx, key, obj, opts...) == nil && r.a.e.own.Adopts(obj) && !kind.claimSent(obj) {
 			return nil
 		}
 	}
@@ -85,8 +92,12 @@ func (r *runReader) Get(ctx context.Context, key types.NamespacedName, obj clien
 }
 
 func (r *runReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := r.main.List(ctx, list, opts...); err != nil || r.adopts(list) == nil {
+	if err := r.main.List(ctx, list, opts...); err != nil {
 		return err
+	}
+	kind := r.adopts(list)
+	if kind == nil {
+		return nil
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
@@ -98,7 +109,7 @@ func (r *runReader) List(ctx context.Context, list client.ObjectList, opts ...cl
 			return err
 		}
 		_ = meta.EachListItem(more, func(o runtime.Object) error {
-			if obj, ok := o.(client.Object); ok && r.a.e.own.Adopts(obj) {
+			if obj, ok := o.(client.Object); ok && r.a.e.own.Adopts(obj) && !kind.claimSent(obj) {
 				items = append(items, o)
 			}
 			return nil

@@ -65,10 +65,14 @@ type Ownership interface {
 	// with a cache of its own beside its share's, until it is gone from
 	// the map. The channel is closed when that may have changed; a nil
 	// one: the replica never adopts.
-	Adopting() (map[string]labels.Selector, <-chan struct{})
+	Adopting() (map[string][]labels.Selector, <-chan struct{})
 	// Adopts reports whether an object of an adoption cache is the
 	// replica's to work on now.
 	Adopts(obj client.Object) bool
+	// Rebucket is the write that puts right an object of an adoption
+	// cache whose bucket label keeps it from its adopter's selection; nil
+	// for an object that needs none.
+	Rebucket(obj metav1.Object) map[string]any
 	// ClaimAdopted is the write that makes an adopted object the
 	// replica's in the API server, sent before the replica's first write
 	// to it; nil for an object that needs none. Nil: the replica never
@@ -154,9 +158,10 @@ func (Unshared) Watch(context.Context, func() map[string]int, func(func(string, 
 }
 func (Unshared) PutBack(client.Object) map[string]any { return nil } // never claimed for one
 
-func (Unshared) Adopting() (map[string]labels.Selector, <-chan struct{}) { return nil, nil }
-func (Unshared) Adopts(client.Object) bool                               { return false }
-func (Unshared) ClaimAdopted() func(metav1.Object) map[string]any        { return nil }
+func (Unshared) Adopting() (map[string][]labels.Selector, <-chan struct{}) { return nil, nil }
+func (Unshared) Adopts(client.Object) bool                                 { return false }
+func (Unshared) Rebucket(metav1.Object) map[string]any                     { return nil }
+func (Unshared) ClaimAdopted() func(metav1.Object) map[string]any          { return nil }
 
 func (Unshared) LetGo(client.Object, string) (map[string]any, func(bool)) {
 	return nil, func(bool) {} // never claimed for a handover

@@ -162,7 +162,7 @@ func TestSeenOf(t *testing.T) {
 				"kopf.zalando.org/last-handled-configuration": "{}"}},
 	}
 	want := seen{uid: "u-1", resourceVersion: "42", now: sharding.Placement{Owner: "m1", Granted: "m1"},
-		foreign: []foreignRing{{namespace: "elsewhere", ring: "main", owner: "x", granted: "x"}}}
+		foreign: []foreignRing{{namespace: "elsewhere", ring: "main", owner: "x", granted: "x"}}, bucket: BucketLabel("ns", "a")}
 	if diff := cmp.Diff(want, seenOf(main, in), cmp.AllowUnexported(seen{}, foreignRing{})); diff != "" {
 		t.Errorf("seenOf() -want +got:\n%s", diff)
 	}

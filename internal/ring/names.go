@@ -41,14 +41,21 @@ type Keys struct {
 	// epoch asked the granted member to hand the object over; every write
 	// of an owner removes it, and nothing reads it any more.
 	Next string
+	// Bucket is the label of the object's bucket (sharding.Bucket), which
+	// every write of an owner sets: it lets each adopter of a retired
+	// member's objects select its own buckets (docs/sharding.md,
+	// "Adoption"). An object without it, or with a value that is no
+	// bucket, is in every adopter's selection.
+	Bucket string
 }
 
 // KeysOf are the keys of the ring of that name whose Leases live in that
-// namespace: "<namespace>.shard.kopf.dev/<ring>", and "-granted" and
-// "-next" after it for the annotations.
+// namespace: "<namespace>.shard.kopf.dev/<ring>", "-granted" and
+// "-next" after it for the annotations, and "-bucket" for the bucket
+// label.
 func KeysOf(namespace, ring string) Keys {
 	base := namespace + "." + keys.ShardPrefix + "/" + ring
-	return Keys{Owner: base, Granted: base + "-granted", Next: base + "-next"}
+	return Keys{Owner: base, Granted: base + "-granted", Next: base + "-next", Bucket: base + "-bucket"}
 }
 
 // Placement reads where an object stands in the ring from its labels and
@@ -80,6 +87,30 @@ func (k Keys) Unowned(live []string) (labels.Selector, error) {
 // OwnedBy selects the objects whose owner label names the member.
 func (k Keys) OwnedBy(member string) labels.Selector {
 	return labels.SelectorFromSet(labels.Set{k.Owner: member})
+}
+
+// AdoptedFrom selects the objects of a retired member that an adopter may
+// adopt: those whose owner label names the retired member and whose
+// bucket label names none of the buckets adopted elsewhere. Objects
+// without a bucket label are selected too (they are placed by a ring
+// before the label, or edited by hand): the adopter keeps those of its
+// buckets.
+func (k Keys) AdoptedFrom(retired string, elsewhere []string) labels.Selector {
+	sel := k.OwnedBy(retired)
+	if len(elsewhere) == 0 {
+		return sel
+	}
+	req, err := labels.NewRequirement(k.Bucket, selection.NotIn, elsewhere)
+	if err != nil {
+		return sel // the buckets are valid label values: this cannot fail
+	}
+	return sel.Add(*req)
+}
+
+// BucketLabel is the bucket label's value for the object: what every
+// write of an owner sets.
+func BucketLabel(namespace, name string) string {
+	return sharding.Bucket(sharding.ObjectKey(namespace, name))
 }
 
 // ID names a ring in peering records and logs: its namespace and name.

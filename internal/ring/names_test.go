@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kopf-go/kopf/internal/sharding"
@@ -17,6 +18,8 @@ func TestWireNames(t *testing.T) {
 		k.Owner:                 "operators.shard.kopf.dev/main",
 		k.Granted:               "operators.shard.kopf.dev/main-granted",
 		k.Next:                  "operators.shard.kopf.dev/main-next",
+		k.Bucket:                "operators.shard.kopf.dev/main-bucket",
+		BucketLabel("ns", "o"):  "229",
 		AssignerLease("main"):   "kopf-shard-main",
 		RingLabel:               "shard.kopf.dev/ring",
 		IncarnationAnnotation:   "shard.kopf.dev/incarnation",
@@ -26,6 +29,30 @@ func TestWireNames(t *testing.T) {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
 		}
+	}
+}
+
+// An adopter's selection: the retired member's objects, but for the
+// buckets adopted elsewhere; objects without a bucket label are in it.
+func TestAdoptedFrom(t *testing.T) {
+	k := KeysOf("ops", "main")
+	sel := k.AdoptedFrom("m-r", []string{"1", "7"})
+	for _, tt := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{k.Owner: "m-r", k.Bucket: "3"}, true},
+		{map[string]string{k.Owner: "m-r", k.Bucket: "7"}, false},
+		{map[string]string{k.Owner: "m-r"}, true},
+		{map[string]string{k.Owner: "m-r", k.Bucket: "junk"}, true},
+		{map[string]string{k.Owner: "m-x", k.Bucket: "3"}, false},
+	} {
+		if got := sel.Matches(labels.Set(tt.labels)); got != tt.want {
+			t.Errorf("%s matches %v: %v, want %v", sel, tt.labels, got, tt.want)
+		}
+	}
+	if got, want := k.AdoptedFrom("m-r", nil).String(), "ops.shard.kopf.dev/main=m-r"; got != want {
+		t.Errorf("the only adopter's selection is %q, want %q", got, want)
 	}
 }
 
@@ -62,7 +89,7 @@ func TestValidateRing(t *testing.T) {
 func TestLongestRingFits(t *testing.T) {
 	ring := strings.Repeat("r", 40)
 	k := KeysOf(strings.Repeat("n", 63), ring)
-	for _, key := range []string{k.Owner, k.Granted, k.Next} {
+	for _, key := range []string{k.Owner, k.Granted, k.Next, k.Bucket} {
 		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
 			t.Errorf("the key %q is not valid: %v", key, errs)
 		}

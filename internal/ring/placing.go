@@ -24,8 +24,9 @@ type key struct {
 // if the object changed since (its owner may have moved the label
 // meanwhile) or is another one now (deleted and created anew under its
 // name: the uid is immutable, so the API server refuses a patch naming
-// another). The owner is granted the object too, and a handover request
-// of an assigner before the ring's epoch goes.
+// another). The owner is granted the object too, the object's bucket
+// label is set, and a handover request of an assigner before the ring's
+// epoch goes.
 func patchBody(k Keys, s seen, mv sharding.Move) ([]byte, error) {
 	if s.resourceVersion == "" || s.uid == "" {
 		return nil, errors.New("a guarded write needs the object's uid and resourceVersion")
@@ -34,6 +35,9 @@ func patchBody(k Keys, s seen, mv sharding.Move) ([]byte, error) {
 		return nil, errors.New("an empty move writes nothing")
 	}
 	labels, annotations := map[string]any{k.Owner: mv.Owner}, map[string]any{k.Granted: mv.Owner, k.Next: nil}
+	if s.bucket != "" {
+		labels[k.Bucket] = s.bucket
+	}
 	dropForeign(labels, annotations, s.foreign) // the object is this ring's alone (foreign.go)
 	meta := map[string]any{"uid": s.uid, "resourceVersion": s.resourceVersion, "labels": labels, "annotations": annotations}
 	return json.Marshal(map[string]any{"metadata": meta})
@@ -134,10 +138,12 @@ type seen struct {
 	uid, resourceVersion string
 	now                  sharding.Placement
 	foreign              []foreignRing
+	// bucket is the object's bucket label as it should be.
+	bucket string
 }
 
 // seenOf takes what placing reads from an object's metadata.
 func seenOf(k Keys, o *metav1.PartialObjectMetadata) seen {
 	return seen{uid: string(o.UID), resourceVersion: o.ResourceVersion, now: k.Placement(o.Labels, o.Annotations),
-		foreign: foreignRingsOf(k, o.Labels, o.Annotations)}
+		foreign: foreignRingsOf(k, o.Labels, o.Annotations), bucket: BucketLabel(o.Namespace, o.Name)}
 }

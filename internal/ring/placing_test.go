@@ -18,11 +18,11 @@ func TestPatchBody(t *testing.T) {
 	}{
 		{"an owner set directly is granted the object, and any handover request goes", sharding.Move{Owner: "m1"},
 			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":null},` +
-				`"labels":{"ops.shard.kopf.dev/main":"m1"},"resourceVersion":"42","uid":"u-1"}}`},
+				`"labels":{"ops.shard.kopf.dev/main":"m1","ops.shard.kopf.dev/main-bucket":"17"},"resourceVersion":"42","uid":"u-1"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1", resourceVersion: "42"}, tt.mv)
+			got, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1", resourceVersion: "42", bucket: "17"}, tt.mv)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,9 +44,29 @@ func (e Epoch) Adopters(retired string) []string {
 
 // Adopter is the member that adopts the object with the given key
 // (ObjectKey) whose owner label and grant name the retired member; ""
-// if none does.
+// if none does. Objects are adopted by their bucket (Bucket): the
+// adopter of a bucket is the member it hashes to among the adopters, so
+// that each adopter watches only its buckets, and a bucket moves only if
+// its adopter dies.
 func (e Epoch) Adopter(key, retired string) string {
-	return Owner(key, e.Adopters(retired))
+	return Owner(Bucket(key), e.Adopters(retired))
+}
+
+// AdoptedElsewhere are the buckets of the retired member's objects that
+// other adopters than the member adopt, sorted by number; none if the
+// member is its only adopter, or no adopter at all.
+func (e Epoch) AdoptedElsewhere(retired, member string) []string {
+	adopters := e.Adopters(retired)
+	if !slices.Contains(adopters, member) {
+		return nil
+	}
+	var out []string
+	for _, b := range AllBuckets() {
+		if Owner(b, adopters) != member {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // IsRetired reports whether the member's objects are adopted.

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,5 +82,74 @@ func TestEpochWithoutMembersAdoptsNothing(t *testing.T) {
 	}
 	if got := e2.Adopter(ObjectKey("ns", "o"), "never"); got != "" {
 		t.Errorf("an object of a member never retired was adopted by %q", got)
+	}
+}
+
+// Each adopter's buckets are the complement of what AdoptedElsewhere
+// names for it, every bucket has one adopter, an object's adopter is its
+// bucket's, and a bucket moves only when its adopter dies.
+func TestEpochAdoptsByBucket(t *testing.T) {
+	e1, _ := Epoch{}.Next([]string{"a", "b", "c", "d"}, nil)
+	e2, _ := e1.Next([]string{"a", "b", "c"}, nil) // d retired among a, b, c
+	owners := map[string]int{}
+	for _, m := range []string{"a", "b", "c"} {
+		elsewhere := e2.AdoptedElsewhere("d", m)
+		mine := Buckets - len(elsewhere)
+		if mine < Buckets/6 || mine > Buckets/2 {
+			t.Errorf("%s adopts %d of %d buckets", m, mine, Buckets)
+		}
+		for _, b := range AllBuckets() {
+			if !slices.Contains(elsewhere, b) {
+				owners[b]++
+			}
+		}
+	}
+	for _, b := range AllBuckets() {
+		if owners[b] != 1 {
+			t.Fatalf("bucket %s has %d adopters", b, owners[b])
+		}
+	}
+	for i := range 300 {
+		key := ObjectKey("ns", fmt.Sprint("o-", i))
+		adopter := e2.Adopter(key, "d")
+		if slices.Contains(e2.AdoptedElsewhere("d", adopter), Bucket(key)) {
+			t.Fatalf("%s is adopted by %s, whose selector leaves its bucket %s out", key, adopter, Bucket(key))
+		}
+	}
+	e3, _ := e2.Next([]string{"a", "b"}, nil) // c, an adopter, dies
+	for _, b := range AllBuckets() {
+		if was := Owner(b, e2.Adopters("d")); was != "c" && Owner(b, e3.Adopters("d")) != was {
+			t.Errorf("bucket %s moved from %s, which lives", b, was)
+		}
+	}
+	if got := e3.AdoptedElsewhere("d", "c"); got != nil {
+		t.Errorf("a member that adopts nothing any more is given buckets elsewhere: %v", got)
+	}
+	only, _ := Epoch{}.Next([]string{"a", "b"}, nil)
+	only, _ = only.Next([]string{"a"}, nil)
+	if got := only.AdoptedElsewhere("b", "a"); len(got) != 0 {
+		t.Errorf("the only adopter leaves buckets out: %v", got)
+	}
+}
+
+func TestBucket(t *testing.T) {
+	if Bucket(ObjectKey("ns", "o")) != Bucket(ObjectKey("ns", "o")) {
+		t.Fatal("a key's bucket changes")
+	}
+	counts := map[string]int{}
+	for i := range 25600 {
+		b := Bucket(ObjectKey("ns", fmt.Sprint("obj-", i)))
+		if !ValidBucket(b) {
+			t.Fatalf("bucket %q is not valid", b)
+		}
+		counts[b]++
+	}
+	if len(counts) != Buckets {
+		t.Errorf("25600 keys fell into %d buckets of %d", len(counts), Buckets)
+	}
+	for _, v := range []string{"", "-1", "256", "01", "x", "1.0"} {
+		if ValidBucket(v) {
+			t.Errorf("%q is a valid bucket", v)
+		}
 	}
 }

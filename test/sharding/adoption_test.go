@@ -2,12 +2,15 @@ package sharding
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
@@ -67,6 +70,7 @@ func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	})
 	t.Logf("the crashed replica's %d objects run on their adopters %s after the crash (lease duration %s)",
 		len(adopted), time.Since(crashed).Round(100*time.Millisecond), leaseDuration)
+	r.checkAdoptionSelections(dead, adopted)
 	now, _, _ := r.owners()
 	for _, name := range adopted {
 		if now[name] != dead {
@@ -115,6 +119,39 @@ func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	}
 }
 
+// checkAdoptionSelections lists, from the API server, what each adopter
+// of the retired member selects: exactly the objects adopted by it, so
+// every object carries its bucket label and no adopter lists another's.
+func (r *testRing) checkAdoptionSelections(retired string, objects []string) {
+	r.t.Helper()
+	e := r.epoch()
+	keys := r.keys()
+	for _, adopter := range e.Adopters(retired) {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("kopf.dev/v1")
+		list.SetKind("KopfExampleList")
+		sel := keys.AdoptedFrom(retired, e.AdoptedElsewhere(retired, adopter))
+		if err := env.Client.List(context.Background(), list, client.InNamespace(r.ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			r.t.Fatal(err)
+		}
+		var got, want []string
+		for _, obj := range list.Items {
+			got = append(got, obj.GetName())
+		}
+		for _, name := range objects {
+			if e.Adopter(r.hashKey(name), retired) == adopter {
+				want = append(want, name)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			r.t.Errorf("the adopter %s selects %v, want the %d objects it adopts %v", adopter, got, len(want), want)
+		}
+		r.t.Logf("the adopter %s selects %d of the retired member's %d objects", adopter, len(got), len(objects))
+	}
+}
+
 // epoch is the ring's epoch as its Lease holds it now.
 func (r *testRing) epoch() sharding.Epoch {
 	r.t.Helper()
@@ -130,4 +167,80 @@ func sortedMembers(ms []string) []string {
 	out := slices.Clone(ms)
 	slices.Sort(out)
 	return out
+}
+
+// A bucket label edited by hand to another adopter's bucket hides the
+// object from its own adopter's selection; the adopter whose bucket the
+// label names puts the label right, and the object's own adopter then
+// takes it, after the margin of an object that enters an adoption cache
+// late. An object whose bucket label was removed is in every adopter's
+// selection, and its own adopter takes it as it is.
+func TestABucketLabelEditedByHandIsPutRight(t *testing.T) {
+	kopftest.NoLeaks(t)
+	r := newRing(t)
+	for _, name := range []string{"a", "b", "c"} {
+		r.start(name)
+	}
+	names := r.createObjects(40)
+	r.waitSettled(names, time.Minute)
+	r.waitCreates(names)
+	owned, _, _ := r.owners()
+	adopters := sortedMembers([]string{r.member("b"), r.member("c")})
+	keys := r.keys()
+	var edited, unlabelled string
+	for _, name := range names {
+		if owned[name] != r.member("a") {
+			continue
+		}
+		switch {
+		case edited == "":
+			edited = name
+		case unlabelled == "":
+			unlabelled = name
+		}
+	}
+	if unlabelled == "" {
+		t.Fatalf("the replica to crash owns fewer than two objects: %v", owned)
+	}
+	adopter := sharding.Owner(sharding.Bucket(r.hashKey(edited)), adopters)
+	var wrong string
+	for _, b := range sharding.AllBuckets() {
+		if sharding.Owner(b, adopters) != adopter {
+			wrong = b
+			break
+		}
+	}
+	patchLabels(t, r.object(edited), map[string]any{keys.Bucket: wrong})
+	patchLabels(t, r.object(unlabelled), map[string]any{keys.Bucket: nil})
+
+	r.crash("a")
+	kopftest.Eventually(t, "both objects run on a survivor, and the edited label is right again", time.Minute, func() bool {
+		for _, name := range []string{edited, unlabelled} {
+			if hosts := r.det.daemonHosts(name); len(hosts) != 1 || hosts[0] == "a" {
+				return false
+			}
+		}
+		obj := r.object(edited)
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false
+		}
+		return obj.GetLabels()[keys.Bucket] == sharding.Bucket(r.hashKey(edited))
+	})
+	r.waitSettled(names, time.Minute)
+	if o := r.det.overlapping(); len(o) > 0 {
+		t.Errorf("%d overlapping executions, e.g. %s", len(o), o[0])
+	}
+}
+
+// patchLabels merges the labels (nil removes one) into the object, as an
+// edit by hand.
+func patchLabels(t *testing.T, obj *unstructured.Unstructured, labels map[string]any) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+		t.Fatal(err)
+	}
 }

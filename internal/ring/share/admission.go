@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
@@ -19,9 +20,10 @@ type Placer struct {
 func (p *Placer) set(own *Ownership) { p.own.Store(own) }
 
 // Placement is what an object being created gets: its owner label and
-// grant, both naming Owner, under the ring's keys.
+// grant, both naming Owner, and its bucket label, under the ring's keys.
 type Placement struct {
 	OwnerLabel, GrantAnnotation, Owner string
+	BucketLabel, Bucket                string
 }
 
 // Place is the placement of an object being created with the given
@@ -46,7 +48,8 @@ func (p *Placer) Place(namespace, name string, labels map[string]string) (Placem
 	if owner == "" {
 		return Placement{}, false
 	}
-	return Placement{OwnerLabel: own.keys.Owner, GrantAnnotation: own.keys.Granted, Owner: owner}, true
+	return Placement{OwnerLabel: own.keys.Owner, GrantAnnotation: own.keys.Granted, Owner: owner,
+		BucketLabel: own.keys.Bucket, Bucket: ring.BucketLabel(namespace, name)}, true
 }
 
 // serves reports whether the ring serves the namespace, as its assigner

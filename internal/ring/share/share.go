@@ -45,6 +45,8 @@ type Ownership struct {
 	taken, released atomic.Int64
 	// epoch is the ring's members as the assigner last published them.
 	epoch epoch
+	// adopting is what this member's adoption caches select.
+	adopting adopting
 }
 
 var _ ownership.Ownership = (*Ownership)(nil)
@@ -125,7 +127,8 @@ func (r *Ownership) CacheSelector() labels.Selector {
 // by the clock, so that a process resumed after a long pause stands by
 // even before its fence's timer has run) and both the owner label and
 // the grant name it. An object that the ring's published members hash to
-// another member is handed over to it, unless it is being deleted: its
+// another member is handed over to it (an adopted one once it is
+// claimed), unless it is being deleted: its
 // owner completes the deletion, so that its delete handlers run once,
 // where its daemons stop for it. An object whose label names this member
 // but whose grant does not (a label edited by hand) is stood by, and its
@@ -157,6 +160,14 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 			"the owner label was changed by someone else than the ring, and is put back", p.Owner, p.Granted)}
 	}
 	if next, ok := sharding.Stray(key, me, e.Members); ok && obj.GetDeletionTimestamp() == nil {
+		// An adopted object is adopted by its bucket, and most hash to
+		// another member by their name. Its adopter works on it, claims
+		// it, and only then hands it over: letting go of each such object
+		// at once would stop its work before any ran, and keep it stopped
+		// for as long as its handover's write fails.
+		if p.Owner != me {
+			return ownership.Claim{}
+		}
 		return ownership.Claim{Kind: ownership.HandOver, Next: next}
 	}
 	return ownership.Claim{}
@@ -179,26 +190,9 @@ func (r *Ownership) adopted(obj metav1.Object) bool {
 // adopter, whose cache holds it too.
 func (r *Ownership) Adopts(obj client.Object) bool { return r.adopted(obj) }
 
-// Adopting selects, for every retired member of the published epoch
-// among whose adopters this member is, the objects that still carry its
-// name: the engine watches each with a cache of its own beside the
-// member's share (docs/sharding.md, "Adoption"). The channel is closed
-// when the epoch changes.
-func (r *Ownership) Adopting() (map[string]labels.Selector, <-chan struct{}) {
-	e, changed := r.epoch.now()
-	me := r.member.Name()
-	out := map[string]labels.Selector{}
-	for _, retired := range e.RetiredNames() {
-		if slices.Contains(e.Adopters(retired), me) {
-			out[retired] = r.keys.OwnedBy(retired)
-		}
-	}
-	return out, changed
-}
-
 // ClaimAdopted is the write that makes an adopted object this member's
-// in the API server: its owner label and grant moved to this member,
-// guarded by the object's resourceVersion. The engine writes it before
+// in the API server: its owner label and grant moved to this member, and
+// its bucket label set, guarded by the object's resourceVersion. The engine writes it before
 // its first write of the object, and for the others at a slow pace, so
 // that the retired member's name goes from every object; nil for an
 // object that is not adopted.
@@ -215,20 +209,21 @@ func (r *Ownership) ClaimAdopted() func(obj metav1.Object) map[string]any {
 		me := r.member.Name()
 		return map[string]any{"metadata": map[string]any{
 			"resourceVersion": obj.GetResourceVersion(),
-			"labels":          map[string]any{r.keys.Owner: me},
+			"labels":          map[string]any{r.keys.Owner: me, r.keys.Bucket: ring.BucketLabel(obj.GetNamespace(), obj.GetName())},
 			"annotations":     map[string]any{r.keys.Granted: me, r.keys.Next: nil},
 		}}
 	}
 }
 
-// LetGo moves the owner label and the grant to the next member (and drops
-// the handover request of an assigner before the ring's epoch), guarded
+// LetGo moves the owner label and the grant to the next member (sets the
+// bucket label, and drops the handover request of an assigner before the
+// ring's epoch), guarded
 // by the resourceVersion of the object the member let go of, so that it
 // overwrites no change it has not seen.
 func (r *Ownership) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
 	ack := map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
-		"labels":          map[string]any{r.keys.Owner: next},
+		"labels":          map[string]any{r.keys.Owner: next, r.keys.Bucket: ring.BucketLabel(obj.GetNamespace(), obj.GetName())},
 		"annotations":     map[string]any{r.keys.Granted: next, r.keys.Next: nil},
 	}}
 	return ack, func(written bool) {

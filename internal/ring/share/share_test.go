@@ -130,12 +130,14 @@ func named(name, owner, granted string) *corev1.ConfigMap {
 	return cm
 }
 
-// nameHashedTo is the name of an object that members hash to member.
+// nameHashedTo is the name of an object that members hash to member, by
+// its key and by its bucket (as adopters).
 func nameHashedTo(t *testing.T, member string, members []string) string {
 	t.Helper()
 	for i := range 1000 {
 		name := fmt.Sprint("o-", i)
-		if sharding.Owner(sharding.ObjectKey("ns", name), members) == member {
+		key := sharding.ObjectKey("ns", name)
+		if sharding.Owner(key, members) == member && sharding.Owner(sharding.Bucket(key), members) == member {
 			return name
 		}
 	}
@@ -174,7 +176,8 @@ func TestRingShareAdopts(t *testing.T) {
 		t.Error("the fence lets this member write to another adopter's object")
 	}
 	want := map[string]any{"metadata": map[string]any{"resourceVersion": "42",
-		"labels": map[string]any{mainKeys.Owner: me}, "annotations": map[string]any{mainKeys.Granted: me, mainKeys.Next: nil}}}
+		"labels":      map[string]any{mainKeys.Owner: me, mainKeys.Bucket: ring.BucketLabel("ns", mine)},
+		"annotations": map[string]any{mainKeys.Granted: me, mainKeys.Next: nil}}}
 	if diff := cmp.Diff(want, claim(named(mine, "m-r", "m-r"))); diff != "" {
 		t.Errorf("the claim of an adopted object -want +got:\n%s", diff)
 	}
@@ -192,24 +195,33 @@ func TestRingShareAdopts(t *testing.T) {
 		t.Errorf("a label edited to the retired member's name: claim = %+v, want a stand-by that puts it back", got)
 	}
 	adopting, _ := r.Adopting()
-	if sel, ok := adopting["m-r"]; !ok || len(adopting) != 1 || !sel.Matches(labels.Set{mainKeys.Owner: "m-r"}) || sel.Matches(labels.Set{mainKeys.Owner: me}) {
-		t.Errorf("Adopting() = %v, want the objects of m-r alone", adopting)
+	myBucket, theirBucket := ring.BucketLabel("ns", mine), ring.BucketLabel("ns", theirs)
+	if sels, ok := adopting["m-r"]; !ok || len(adopting) != 1 || len(sels) != 1 ||
+		!sels[0].Matches(labels.Set{mainKeys.Owner: "m-r", mainKeys.Bucket: myBucket}) ||
+		!sels[0].Matches(labels.Set{mainKeys.Owner: "m-r"}) ||
+		sels[0].Matches(labels.Set{mainKeys.Owner: "m-r", mainKeys.Bucket: theirBucket}) ||
+		sels[0].Matches(labels.Set{mainKeys.Owner: me, mainKeys.Bucket: myBucket}) {
+		t.Errorf("Adopting() = %v, want the objects of m-r in this member's buckets, and those without a bucket", adopting)
 	}
 
-	// A member joins: the adopted object that now hashes to it is handed
-	// over by its adopter, which keeps it until then.
+	// A member joins: the adopted object that now hashes to it is worked
+	// on by its adopter until it is claimed, and then handed over.
 	joined := []string{me, "m-b", "m-c"}
 	moving := ""
 	for i := range 1000 {
 		name := fmt.Sprint("o-", i)
-		if sharding.Owner(sharding.ObjectKey("ns", name), adopters) == me && sharding.Owner(sharding.ObjectKey("ns", name), joined) == "m-c" {
+		key := sharding.ObjectKey("ns", name)
+		if sharding.Owner(sharding.Bucket(key), adopters) == me && sharding.Owner(key, joined) == "m-c" {
 			moving = name
 			break
 		}
 	}
 	r.epoch.set(sharding.Epoch{Serial: 3, Members: joined, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 3}, Retired: map[string]int64{"m-r": 2}})
-	if got := r.Claim(named(moving, "m-r", "m-r"), shareT0); got.Kind != ownership.HandOver || got.Next != "m-c" {
-		t.Errorf("an adopted object that hashes to a member that joined since: claim = %+v, want a handover to m-c", got)
+	if got := r.Claim(named(moving, "m-r", "m-r"), shareT0); got.Kind != ownership.Work {
+		t.Errorf("an adopted object that hashes to a member that joined since: claim = %+v, want work until it is claimed", got)
+	}
+	if got := r.Claim(named(moving, me, me), shareT0); got.Kind != ownership.HandOver || got.Next != "m-c" {
+		t.Errorf("the same object once claimed: claim = %+v, want a handover to m-c", got)
 	}
 
 	// This member is retired itself: it stands by on its own objects, and
@@ -297,16 +309,17 @@ func TestRingShareRechecksAtAnEpoch(t *testing.T) {
 	}
 }
 
-// The acknowledgement moves the label and the grant and drops the
-// request, guarded by the version the owner let go of; a written one
-// counts as released.
+// The acknowledgement moves the label and the grant, sets the bucket and
+// drops the request, guarded by the version the owner let go of; a
+// written one counts as released.
 func TestRingShareLetsGo(t *testing.T) {
 	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
 	me := r.member.Name()
-	ack, settle := r.LetGo(placed(me, me, "m-b"), "m-b")
+	obj := placed(me, me, "m-b")
+	ack, settle := r.LetGo(obj, "m-b")
 	want := map[string]any{"metadata": map[string]any{
 		"resourceVersion": "42",
-		"labels":          map[string]any{"ops.shard.kopf.dev/main": "m-b"},
+		"labels":          map[string]any{"ops.shard.kopf.dev/main": "m-b", "ops.shard.kopf.dev/main-bucket": ring.BucketLabel(obj.Namespace, obj.Name)},
 		"annotations":     map[string]any{"ops.shard.kopf.dev/main-granted": "m-b", "ops.shard.kopf.dev/main-next": nil},
 	}}
 	if diff := cmp.Diff(want, ack); diff != "" {
@@ -427,7 +440,8 @@ func TestPlacerPlacesNewObjectsByTheEpoch(t *testing.T) {
 	members := []string{"m-a", "m-b", "m-c"}
 	r.epoch.set(sharding.Epoch{Serial: 1, Members: members})
 	got, ok := p.Place("ns", "o-1", nil)
-	want := Placement{OwnerLabel: mainKeys.Owner, GrantAnnotation: mainKeys.Granted, Owner: sharding.Owner(sharding.ObjectKey("ns", "o-1"), members)}
+	want := Placement{OwnerLabel: mainKeys.Owner, GrantAnnotation: mainKeys.Granted, Owner: sharding.Owner(sharding.ObjectKey("ns", "o-1"), members),
+		BucketLabel: mainKeys.Bucket, Bucket: ring.BucketLabel("ns", "o-1")}
 	if !ok || got != want {
 		t.Errorf("Place() = %+v, %v; want %+v", got, ok, want)
 	}
