@@ -29,6 +29,9 @@ type electionLeases struct {
 	version int
 	// failWrites fails every Create and Update.
 	failWrites error
+	// failWatch fails every Watch, as an API server whose watches are
+	// broken.
+	failWatch error
 
 	calls   chan leaseCall
 	watches chan *watch.FakeWatcher
@@ -115,6 +118,10 @@ func (f *electionLeases) Update(_ context.Context, lease *coordinationv1.Lease, 
 }
 
 func (f *electionLeases) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	if f.failWatch != nil {
+		f.record("watch", nil, f.failWatch)
+		return nil, f.failWatch
+	}
 	w := watch.NewFake()
 	f.watches <- w
 	return w, nil

@@ -176,6 +176,24 @@ func TestElectorTakesAFreeLeaseAtOnce(t *testing.T) {
 	})
 }
 
+// A candidate whose watch fails reads the Lease every retry period, and
+// watches again: it learns of a release at the next read, and takes the
+// Lease then.
+func TestElectorReadsWhileItCannotWatch(t *testing.T) {
+	checkNoLeaks(t)
+	clk := clocktesting.NewFakeClock(t0)
+	leases := newElectionLeases(clk, heldBy("other"))
+	leases.failWatch = errors.New("the test's API server serves no watches")
+	c := startCandidate(t, leases, clk, identity)
+	leases.next(t, "get", t0)
+	leases.next(t, "watch", t0)
+	leases.write(func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("") })
+	clk.Step(testRetry)
+	leases.next(t, "get", t0.Add(testRetry))
+	leases.next(t, "update", t0.Add(testRetry))
+	c.leading(t)
+}
+
 // Two candidates see a release at once; the one that writes second
 // conflicts, reads the Lease again, and follows the winner, whose
 // renewals its polls see, rather than lead too.
