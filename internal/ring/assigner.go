@@ -111,6 +111,11 @@ type Assigner struct {
 	// assigner keeps no copy of them (sharding.md, "The assigner").
 	objects metadata.Interface
 	leases  coordinationclient.CoordinationV1Interface
+	// election serves the assigner's election alone, with a client-side
+	// rate limiter of its own: a term's reads and deletions of other
+	// Leases (another ring's members, a whole ring's dead) must not hold
+	// a renewal back past the renew deadline.
+	election coordinationclient.LeaseInterface
 	// foreign judges other rings' members, whose objects are not placed
 	// while they are live (foreign.go).
 	foreign *foreignLeases
@@ -140,6 +145,13 @@ func NewAssigner(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapp
 	if a.leases, err = coordinationclient.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("make the assigner's Lease client: %w", err)
 	}
+	own := rest.CopyConfig(cfg)
+	own.RateLimiter = nil // QPS and Burst make one for this client alone
+	election, err := coordinationclient.NewForConfigAndClient(own, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("make the assigner's election client: %w", err)
+	}
+	a.election = election.Leases(s.Namespace)
 	a.foreign = newForeignLeases(func(ns string) leaseAPI { return a.leases.Leases(ns) }, s.Clock, s.Durations)
 	return a, nil
 }
@@ -184,7 +196,7 @@ func (a *Assigner) Start(ctx context.Context) error {
 // after the term has stopped, so that the Lease is released (which lets
 // another replica lead at once) only when this one writes no more.
 func (a *Assigner) campaign(ctx context.Context, f *follower) error {
-	el, err := NewElector(a.leases.Leases(a.s.Namespace), a.election())
+	el, err := NewElector(a.election, a.electorConfig())
 	if err != nil {
 		return fmt.Errorf("elect the assigner: %w", err)
 	}
@@ -221,8 +233,9 @@ func (a *Assigner) lead(ctx, leading context.Context, f *follower) error {
 	return a.assign(ctx, f)
 }
 
-// election is the configuration of one campaign, on the assigner's clock.
-func (a *Assigner) election() ElectorConfig {
+// electorConfig is the configuration of one campaign, on the assigner's
+// clock.
+func (a *Assigner) electorConfig() ElectorConfig {
 	return ElectorConfig{
 		Name:          AssignerLease(a.s.Ring),
 		Identity:      a.s.Identity,

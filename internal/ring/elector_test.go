@@ -118,7 +118,9 @@ func TestElectorCountsFromTheRenewalSeen(t *testing.T) {
 	clk.Step(10 * time.Second)
 	leases.next(t, "get", t0.Add(10*time.Second))
 	// The holder's clock is half an hour behind: it does not matter.
-	show(w, leases.write(func(s *coordinationv1.LeaseSpec) { s.RenewTime = ptr.To(metav1.NewMicroTime(t0.Add(-30 * time.Minute))) }))
+	show(w, leases.write(func(s *coordinationv1.LeaseSpec) {
+		s.RenewTime = ptr.To(metav1.NewMicroTime(t0.Add(-30 * time.Minute)))
+	}))
 	clk.Step(5 * time.Second)
 	leases.next(t, "get", t0.Add(15*time.Second)) // the first record's expiry passes
 	clk.Step(10*time.Second - time.Nanosecond)
