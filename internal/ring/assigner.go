@@ -42,7 +42,8 @@ type AssignerSettings struct {
 	// replaces Namespaces, and the assigner watches each namespace's
 	// objects while it is served.
 	Served *scopes.Served
-	// Clock times the members' liveness (real by default).
+	// Clock times the members' liveness and the assigner's election
+	// (real by default).
 	Clock  clock.WithTicker
 	Logger logr.Logger
 	// OnMembers, if set, is told the live members whenever they change
