@@ -9,13 +9,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -45,7 +42,8 @@ type AssignerSettings struct {
 	// replaces Namespaces, and the assigner watches each namespace's
 	// objects while it is served.
 	Served *scopes.Served
-	// Clock times the members' liveness (real by default).
+	// Clock times the members' liveness and the assigner's election
+	// (real by default).
 	Clock  clock.WithTicker
 	Logger logr.Logger
 	// OnMembers, if set, is told the live members whenever they change
@@ -93,13 +91,14 @@ func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
 // round trips one after another.
 const DefaultAssignerWorkers = 16
 
-// electionRetry is how often the assigner's election is tried, by
-// candidates and by the assigner renewing its own Lease: a fifth of a
-// member's renew period (1 s by default). A candidate notices that the
-// assigner has died up to a retry period late, and tries to take over a
-// retry period or more after that, so this bounds how long a dead
-// assigner's ring goes unattended beyond the lease duration, at the cost
-// of one Lease write a retry period from the assigner.
+// electionRetry is how often the assigner renews its election Lease, and
+// how often a candidate reads that Lease besides watching it: a fifth of
+// a member's renew period (1 s by default). A candidate tries to take
+// over at the moment the record it saw last expires, as its watch shows
+// it; the read every retry period only bounds how late it learns of a
+// renewal or a release when the watch is stuck. The price is one Lease
+// write a retry period from the assigner, and one read a retry period
+// from every other candidate.
 func electionRetry(renewPeriod time.Duration) time.Duration { return renewPeriod / 5 }
 
 // Assigner is a manager Runnable that every replica of a ring runs: it
@@ -113,6 +112,11 @@ type Assigner struct {
 	// assigner keeps no copy of them (sharding.md, "The assigner").
 	objects metadata.Interface
 	leases  coordinationclient.CoordinationV1Interface
+	// election serves the assigner's election alone, with a client-side
+	// rate limiter of its own: a term's reads and deletions of other
+	// Leases (another ring's members, a whole ring's dead) must not hold
+	// a renewal back past the renew deadline.
+	election coordinationclient.LeaseInterface
 	// foreign judges other rings' members, whose objects are not placed
 	// while they are live (foreign.go).
 	foreign *foreignLeases
@@ -142,6 +146,13 @@ func NewAssigner(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapp
 	if a.leases, err = coordinationclient.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("make the assigner's Lease client: %w", err)
 	}
+	own := rest.CopyConfig(cfg)
+	own.RateLimiter = nil // QPS and Burst make one for this client alone
+	election, err := coordinationclient.NewForConfigAndClient(own, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("make the assigner's election client: %w", err)
+	}
+	a.election = election.Leases(s.Namespace)
 	a.foreign = newForeignLeases(func(ns string) leaseAPI { return a.leases.Leases(ns) }, s.Clock, s.Durations)
 	return a, nil
 }
@@ -186,23 +197,22 @@ func (a *Assigner) Start(ctx context.Context) error {
 // after the term has stopped, so that the Lease is released (which lets
 // another replica lead at once) only when this one writes no more.
 func (a *Assigner) campaign(ctx context.Context, f *follower) error {
-	electing, stop := context.WithCancel(logr.NewContext(context.WithoutCancel(ctx), a.s.Logger.WithName("election")))
-	defer stop()
-	// won is buffered: the elector's goroutine that reports the win
-	// never waits for this one.
-	won := make(chan context.Context, 1)
-	el, err := leaderelection.NewLeaderElector(a.election(func(leading context.Context) { won <- leading }))
+	el, err := NewElector(a.election, a.electorConfig())
 	if err != nil {
 		return fmt.Errorf("elect the assigner: %w", err)
 	}
+	electing, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	// won is buffered: the elector never waits for this goroutine to
+	// take the win.
+	won := make(chan context.Context, 1)
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
-		el.Run(electing)
+		el.Run(electing, won)
 	}()
 	select {
 	case <-ctx.Done():
-	case <-ran: // lost before the term began
 	case leading := <-won:
 		err = a.lead(ctx, leading, f)
 	}
@@ -224,23 +234,16 @@ func (a *Assigner) lead(ctx, leading context.Context, f *follower) error {
 	return a.assign(ctx, f)
 }
 
-// election is the configuration of one campaign.
-func (a *Assigner) election(started func(context.Context)) leaderelection.LeaderElectionConfig {
-	name := AssignerLease(a.s.Ring)
-	return leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: a.s.Namespace, Name: name},
-			Client:     a.leases,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: a.s.Identity},
-		},
-		LeaseDuration:   a.s.LeaseDuration,
-		RenewDeadline:   a.s.RenewDeadline,
-		RetryPeriod:     electionRetry(a.s.RenewPeriod),
-		ReleaseOnCancel: true,
-		Name:            name,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: started,
-			OnStoppedLeading: func() {},
-		},
+// electorConfig is the configuration of one campaign, on the assigner's
+// clock.
+func (a *Assigner) electorConfig() ElectorConfig {
+	return ElectorConfig{
+		Name:          AssignerLease(a.s.Ring),
+		Identity:      a.s.Identity,
+		LeaseDuration: a.s.LeaseDuration,
+		RenewDeadline: a.s.RenewDeadline,
+		RetryPeriod:   electionRetry(a.s.RenewPeriod),
+		Clock:         a.s.Clock,
+		Logger:        a.s.Logger.WithName("election"),
 	}
 }
