@@ -91,14 +91,13 @@ func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
 // round trips one after another.
 const DefaultAssignerWorkers = 16
 
-// electionRetry is how often the assigner renews its election Lease, and
-// how often a candidate reads that Lease besides watching it: a fifth of
-// a member's renew period (1 s by default). A candidate tries to take
-// over at the moment the record it saw last expires, as its watch shows
-// it; the read every retry period only bounds how late it learns of a
-// renewal or a release when the watch is stuck. The price is one Lease
-// write a retry period from the assigner, and one read a retry period
-// from every other candidate.
+// electionRetry is how often the assigner renews its election Lease: a
+// fifth of a member's renew period (1 s by default). A candidate tries to
+// take over at the moment the record it saw last expires, as its watch
+// shows it, and reads the Lease only every renew period besides, which
+// bounds how late it learns of a release when its watch is stuck. The
+// price is one Lease write a retry period from the assigner, and one read
+// a renew period from every other candidate.
 func electionRetry(renewPeriod time.Duration) time.Duration { return renewPeriod / 5 }
 
 // Assigner is a manager Runnable that every replica of a ring runs: it
@@ -243,6 +242,7 @@ func (a *Assigner) electorConfig() ElectorConfig {
 		LeaseDuration: a.s.LeaseDuration,
 		RenewDeadline: a.s.RenewDeadline,
 		RetryPeriod:   electionRetry(a.s.RenewPeriod),
+		PollPeriod:    a.s.RenewPeriod,
 		Clock:         a.s.Clock,
 		Logger:        a.s.Logger.WithName("election"),
 	}

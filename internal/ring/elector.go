@@ -29,11 +29,19 @@ type ElectionLeases interface {
 // durations: a record unchanged for LeaseDuration (or the duration it
 // declares) has expired; the leader renews every RetryPeriod, and stops
 // leading once it has not renewed for RenewDeadline; candidates read the
-// Lease every RetryPeriod besides watching it.
+// Lease every PollPeriod besides watching it.
 type ElectorConfig struct {
 	// Name is the Lease's; Identity is the candidate's.
 	Name, Identity                            string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// PollPeriod is how often a candidate reads the Lease in case its
+	// watch is stuck (RetryPeriod if zero). The watch brings every
+	// renewal, and a stuck one costs no safety: the candidate tries at
+	// the expiry of what it saw last, and a renewal it missed makes that
+	// write conflict, after which it reads the Lease. The poll only finds
+	// a release or a renewal sooner, so it may be rare: every candidate
+	// reads the Lease that often.
+	PollPeriod time.Duration
 	// Clock times everything (real by default).
 	Clock  clock.WithTicker
 	Logger logr.Logger
@@ -70,6 +78,9 @@ func NewElector(leases ElectionLeases, c ElectorConfig) (*Elector, error) {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	if c.PollPeriod <= 0 {
+		c.PollPeriod = c.RetryPeriod
+	}
 	return &Elector{leases: leases, c: c}, nil
 }
 
@@ -100,7 +111,7 @@ type observation struct {
 // returns the Lease as written and when the write began; ok is false if
 // ctx ended first.
 func (e *Elector) campaign(ctx context.Context) (held *coordinationv1.Lease, renewed time.Time, ok bool) {
-	poll := e.c.Clock.NewTicker(e.c.RetryPeriod)
+	poll := e.c.Clock.NewTicker(e.c.PollPeriod)
 	defer poll.Stop()
 	var seen observation
 	// expiry fires when the record seen expires; nil while none is held.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,10 +35,19 @@ var fixtures struct {
 	operator   string
 }
 
+// keepLogs, if set, is a directory where every operator run's log is
+// copied at the end, to see where a workload's time went.
+var keepLogs = flag.String("keep-logs", "", "copy every operator run's log into this directory at the end")
+
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime's logger.
 	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
+	if *keepLogs != "" && fixtures.tmp != "" {
+		if err := copyLogs(fixtures.tmp, *keepLogs); err != nil {
+			fmt.Fprintln(os.Stderr, fmt.Errorf("keep the operators' logs: %w", err))
+		}
+	}
 	if fixtures.env != nil {
 		if err := fixtures.env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, fmt.Errorf("stop the control plane: %w", err))
@@ -48,6 +58,27 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(fixtures.tmp)
 	}
 	os.Exit(code)
+}
+
+// copyLogs copies the *.log files of from into to.
+func copyLogs(from, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	logs, err := filepath.Glob(filepath.Join(from, "*.log"))
+	if err != nil {
+		return err
+	}
+	for _, log := range logs {
+		data, err := os.ReadFile(log)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(log)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setup makes the fixtures once, or fails the test.
