@@ -35,9 +35,9 @@ var fixtures struct {
 	operator   string
 }
 
-// keepLogs, if set, is a directory where every operator run's log is
-// copied at the end, to see where a workload's time went.
-var keepLogs = flag.String("keep-logs", "", "copy every operator run's log into this directory at the end")
+// keepLogs, if set, is a directory where every operator run's log and
+// output are kept at the end, to see where a workload's time went.
+var keepLogs = flag.String("keep-logs", "", "keep every operator run's log and output in this directory at the end")
 
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime's logger.

@@ -89,7 +89,14 @@ func startOperator(tb testing.TB, variant, namespace string, extra ...string) *o
 		tb.Fatal(err)
 	}
 	op := &operatorProcess{variant: variant, proc: proc, log: log, started: started}
-	tb.Cleanup(func() { proc.Kill() })
+	tb.Cleanup(func() {
+		proc.Kill()
+		if *keepLogs != "" {
+			// The quick start logs to its output, not to its log file.
+			_ = os.MkdirAll(*keepLogs, 0o755)
+			_ = os.WriteFile(filepath.Join(*keepLogs, base+".out"), []byte(proc.Output()), 0o644)
+		}
+	})
 	deadline := time.Now().Add(time.Minute)
 	for op.stats == "" {
 		if m := statsLine.FindStringSubmatch(proc.Output()); m != nil {
