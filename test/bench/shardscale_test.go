@@ -265,7 +265,7 @@ func handledTemplate(tb testing.TB, driver client.Client, obs *observer, ns stri
 
 // placedObject is object i as the ring would leave it once handled: the
 // template's finalizers and annotations, with the owner label and grant
-// of owner.
+// of owner, and its bucket label, as placement at admission sets them.
 func placedObject(ns string, i int, owner string, template *kex.KopfExample) *kex.KopfExample {
 	obj := kex.New(ns, i)
 	keys := ring.KeysOf(ns, ringName)
@@ -277,6 +277,7 @@ func placedObject(ns string, i int, owner string, template *kex.KopfExample) *ke
 		obj.Finalizers = append(obj.Finalizers, kopfFinalizer)
 	}
 	obj.Labels[keys.Owner], obj.Annotations[keys.Granted] = owner, owner
+	obj.Labels[keys.Bucket] = ring.BucketLabel(ns, obj.Name)
 	return obj
 }
 
