@@ -110,7 +110,7 @@ func (k Keys) AdoptedFrom(retired string, elsewhere []string) labels.Selector {
 // BucketLabel is the bucket label's value for the object: what every
 // write of an owner sets.
 func BucketLabel(namespace, name string) string {
-	return sharding.Bucket(sharding.ObjectKey(namespace, name))
+	return sharding.ObjectKey(namespace, name)
 }
 
 // ID names a ring in peering records and logs: its namespace and name.

@@ -19,7 +19,7 @@ func TestWireNames(t *testing.T) {
 		k.Granted:               "operators.shard.kopf.dev/main-granted",
 		k.Next:                  "operators.shard.kopf.dev/main-next",
 		k.Bucket:                "operators.shard.kopf.dev/main-bucket",
-		BucketLabel("ns", "o"):  "229",
+		BucketLabel("ns", "o"):  "997",
 		AssignerLease("main"):   "kopf-shard-main",
 		RingLabel:               "shard.kopf.dev/ring",
 		IncarnationAnnotation:   "shard.kopf.dev/incarnation",

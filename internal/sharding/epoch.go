@@ -44,12 +44,12 @@ func (e Epoch) Adopters(retired string) []string {
 
 // Adopter is the member that adopts the object with the given key
 // (ObjectKey) whose owner label and grant name the retired member; ""
-// if none does. Objects are adopted by their bucket (Bucket): the
-// adopter of a bucket is the member it hashes to among the adopters, so
-// that each adopter watches only its buckets, and a bucket moves only if
-// its adopter dies.
+// if none does. The key is the object's bucket, so a bucket's objects
+// have one adopter, each adopter watches only its buckets, and a bucket
+// moves only if its adopter dies; among adopters that are the live
+// members, the adopter is the object's owner.
 func (e Epoch) Adopter(key, retired string) string {
-	return Owner(Bucket(key), e.Adopters(retired))
+	return Owner(key, e.Adopters(retired))
 }
 
 // AdoptedElsewhere are the buckets of the retired member's objects that

@@ -29,11 +29,15 @@ type Move struct {
 	Owner string
 }
 
-// ObjectKey is what an object is hashed by: its namespace and name, which
-// an admission webhook knows before the object has a uid, and which an
-// object recreated under its name keeps, so that it comes to the member
-// its predecessor was with (docs/sharding.md, "Assignment").
-func ObjectKey(namespace, name string) string { return namespace + "/" + name }
+// ObjectKey is what an object is hashed by over the members: its bucket,
+// a hash of its namespace and name (Bucket). The name is known to an
+// admission webhook before the object has a uid, and an object recreated
+// under its name keeps it, so that it comes to the member its predecessor
+// was with. Members own whole buckets, so that a dead member's adopters
+// can select their own part of its objects by the bucket label, and each
+// adopted object is its adopter's for good (docs/sharding.md,
+// "Assignment" and "Adoption").
+func ObjectKey(namespace, name string) string { return Bucket(namespace + "/" + name) }
 
 // Place decides the assigner's write for one object with the given key
 // (ObjectKey), given the live members (sorted or not) and which members

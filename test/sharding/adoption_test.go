@@ -202,7 +202,7 @@ func TestABucketLabelEditedByHandIsPutRight(t *testing.T) {
 	if unlabelled == "" {
 		t.Fatalf("the replica to crash owns fewer than two objects: %v", owned)
 	}
-	adopter := sharding.Owner(sharding.Bucket(r.hashKey(edited)), adopters)
+	adopter := sharding.Owner(r.hashKey(edited), adopters)
 	var wrong string
 	for _, b := range sharding.AllBuckets() {
 		if sharding.Owner(b, adopters) != adopter {
@@ -224,7 +224,7 @@ func TestABucketLabelEditedByHandIsPutRight(t *testing.T) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return false
 		}
-		return obj.GetLabels()[keys.Bucket] == sharding.Bucket(r.hashKey(edited))
+		return obj.GetLabels()[keys.Bucket] == r.hashKey(edited)
 	})
 	r.waitSettled(names, time.Minute)
 	if o := r.det.overlapping(); len(o) > 0 {
