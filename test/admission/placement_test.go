@@ -16,6 +16,7 @@ import (
 
 	"github.com/kopf-go/kopf/handlers"
 	"github.com/kopf-go/kopf/internal/ring"
+	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/pkg/cause"
 	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/testenv"
@@ -79,6 +80,9 @@ func TestShardPlacementAtAdmission(t *testing.T) {
 		}
 		if obj.GetLabels()[keys.Owner] != member || obj.GetAnnotations()[keys.Granted] != member {
 			t.Errorf("%s was created with %v and %v, want its owner label and grant naming %s", obj.GetName(), obj.GetLabels(), obj.GetAnnotations(), member)
+		}
+		if got, want := obj.GetLabels()[keys.Bucket], sharding.ObjectKey(ns, obj.GetName()); got != want {
+			t.Errorf("%s was created with the bucket label %q, want %q", obj.GetName(), got, want)
 		}
 	}
 	generated := kex(ns, "", nil, map[string]any{})
