@@ -43,7 +43,9 @@ func TestChildHandlersRunOnTheOwnersReplica(t *testing.T) {
 	}
 	r.start("a")
 	r.start("b")
-	names := r.createObjects(8)
+	// 16 objects: all of them hash to one of the two replicas once in
+	// 2^15 runs (8 did once in 128).
+	names := r.createObjects(16)
 	r.waitSettled(names, time.Minute)
 	owner, _, _ := r.owners()
 	onB := 0
