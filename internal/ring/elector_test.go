@@ -39,6 +39,19 @@ func checkNoLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
+// candidateAfterFirstRead starts a candidate on a fake Lease API holding
+// the lease (nil: none), under a fake clock, and waits for its first read;
+// the test checks that no goroutine outlives it.
+func candidateAfterFirstRead(t *testing.T, lease *coordinationv1.Lease) (*clocktesting.FakeClock, *electionLeases, *candidate) {
+	t.Helper()
+	checkNoLeaks(t)
+	clk := clocktesting.NewFakeClock(t0)
+	leases := newElectionLeases(clk, lease)
+	c := startCandidate(t, leases, clk, identity)
+	leases.next(t, "get", t0)
+	return clk, leases, c
+}
+
 func startCandidate(t *testing.T, leases ElectionLeases, clk *clocktesting.FakeClock, id string) *candidate {
 	t.Helper()
 	el, err := NewElector(leases, ElectorConfig{Name: electedLease, Identity: id,
@@ -87,11 +100,7 @@ func acquired(id string, at time.Time, transitions int32) coordinationv1.LeaseSp
 // clock: not before (the record's renew time, an hour old, does not
 // count), and not at the next poll after.
 func TestElectorAcquiresAtTheObservedExpiry(t *testing.T) {
-	checkNoLeaks(t)
-	clk := clocktesting.NewFakeClock(t0)
-	leases := newElectionLeases(clk, heldBy("other"))
-	c := startCandidate(t, leases, clk, identity)
-	leases.next(t, "get", t0)
+	clk, leases, c := candidateAfterFirstRead(t, heldBy("other"))
 	leases.watching(t)
 
 	clk.Step(12 * time.Second)
@@ -108,11 +117,7 @@ func TestElectorAcquiresAtTheObservedExpiry(t *testing.T) {
 // A renewal that the watch shows counts from when it was seen: the
 // candidate waits a lease duration from then, not from the first record.
 func TestElectorCountsFromTheRenewalSeen(t *testing.T) {
-	checkNoLeaks(t)
-	clk := clocktesting.NewFakeClock(t0)
-	leases := newElectionLeases(clk, heldBy("other"))
-	c := startCandidate(t, leases, clk, identity)
-	leases.next(t, "get", t0)
+	clk, leases, c := candidateAfterFirstRead(t, heldBy("other"))
 	w := leases.watching(t)
 
 	clk.Step(10 * time.Second)
@@ -134,11 +139,7 @@ func TestElectorCountsFromTheRenewalSeen(t *testing.T) {
 // is acquired at once.
 func TestElectorTakesAFreeLeaseAtOnce(t *testing.T) {
 	t.Run("released", func(t *testing.T) {
-		checkNoLeaks(t)
-		clk := clocktesting.NewFakeClock(t0)
-		leases := newElectionLeases(clk, heldBy("other"))
-		c := startCandidate(t, leases, clk, identity)
-		leases.next(t, "get", t0)
+		clk, leases, c := candidateAfterFirstRead(t, heldBy("other"))
 		w := leases.watching(t)
 		clk.Step(2 * time.Second)
 		now := metav1.NewMicroTime(clk.Now())
@@ -153,11 +154,7 @@ func TestElectorTakesAFreeLeaseAtOnce(t *testing.T) {
 		c.leading(t)
 	})
 	t.Run("absent", func(t *testing.T) {
-		checkNoLeaks(t)
-		clk := clocktesting.NewFakeClock(t0)
-		leases := newElectionLeases(clk, nil)
-		c := startCandidate(t, leases, clk, identity)
-		leases.next(t, "get", t0)
+		_, leases, c := candidateAfterFirstRead(t, nil)
 		call := leases.next(t, "create", t0)
 		if diff := cmp.Diff(acquired(identity, t0, 0), call.written.Spec); diff != "" {
 			t.Errorf("the created record -want +got:\n%s", diff)
@@ -165,11 +162,7 @@ func TestElectorTakesAFreeLeaseAtOnce(t *testing.T) {
 		c.leading(t)
 	})
 	t.Run("deleted", func(t *testing.T) {
-		checkNoLeaks(t)
-		clk := clocktesting.NewFakeClock(t0)
-		leases := newElectionLeases(clk, heldBy("other"))
-		c := startCandidate(t, leases, clk, identity)
-		leases.next(t, "get", t0)
+		clk, leases, c := candidateAfterFirstRead(t, heldBy("other"))
 		w := leases.watching(t)
 		clk.Step(2 * time.Second)
 		w.Delete(leases.remove())
@@ -252,11 +245,7 @@ func TestElectorLosesAConflict(t *testing.T) {
 // releases the Lease only once its Run's context ends, when its term has
 // stopped.
 func TestElectorStepsDownAtTheRenewDeadline(t *testing.T) {
-	checkNoLeaks(t)
-	clk := clocktesting.NewFakeClock(t0)
-	leases := newElectionLeases(clk, nil)
-	c := startCandidate(t, leases, clk, identity)
-	leases.next(t, "get", t0)
+	clk, leases, c := candidateAfterFirstRead(t, nil)
 	leases.next(t, "create", t0)
 	leading := c.leading(t)
 
@@ -298,11 +287,7 @@ func TestElectorStepsDownAtTheRenewDeadline(t *testing.T) {
 // context ends; one whose Lease another candidate took leaves it alone.
 func TestElectorReleasesOnCancel(t *testing.T) {
 	t.Run("held", func(t *testing.T) {
-		checkNoLeaks(t)
-		clk := clocktesting.NewFakeClock(t0)
-		leases := newElectionLeases(clk, heldBy("other"))
-		c := startCandidate(t, leases, clk, identity)
-		leases.next(t, "get", t0)
+		clk, leases, c := candidateAfterFirstRead(t, heldBy("other"))
 		leases.watching(t).Modify(leases.write(func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("") }))
 		leases.next(t, "update", t0)
 		leading := c.leading(t)
@@ -320,11 +305,7 @@ func TestElectorReleasesOnCancel(t *testing.T) {
 		}
 	})
 	t.Run("taken", func(t *testing.T) {
-		checkNoLeaks(t)
-		clk := clocktesting.NewFakeClock(t0)
-		leases := newElectionLeases(clk, nil)
-		c := startCandidate(t, leases, clk, identity)
-		leases.next(t, "get", t0)
+		clk, leases, c := candidateAfterFirstRead(t, nil)
 		leases.next(t, "create", t0)
 		leading := c.leading(t)
 		leases.write(func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("other") })
