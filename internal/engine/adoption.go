@@ -295,12 +295,15 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 					continue
 				}
-				body := claim(obj)
-				if act == drainRebucket {
+				var body map[string]any
+				switch act {
+				case drainRebucket:
 					// Another adopter's object, whose bucket label hides it
 					// from that adopter: it goes to its bucket, and this
 					// cache no longer holds it.
 					body = a.e.own.Rebucket(obj)
+				case drainClaim:
+					body = claim(obj)
 				}
 				if body == nil {
 					continue
@@ -311,7 +314,7 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 						a.e.log.V(1).Info("An adopted object could not be claimed; it is tried again.", "retired", retired,
 							"object", client.ObjectKeyFromObject(obj).String(), "error", err.Error())
 					}
-				} else {
+				} else if act == drainClaim {
 					claimed++
 				}
 			}

@@ -107,8 +107,9 @@ func (k Keys) AdoptedFrom(retired string, elsewhere []string) labels.Selector {
 	return sel.Add(*req)
 }
 
-// BucketLabel is the bucket label's value for the object: what every
-// write of an owner sets.
+// BucketLabel is the bucket label's value for the object, what every
+// write of an owner sets: its bucket, the key it is hashed by
+// (sharding.ObjectKey).
 func BucketLabel(namespace, name string) string {
 	return sharding.ObjectKey(namespace, name)
 }

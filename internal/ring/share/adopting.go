@@ -48,14 +48,13 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 		if !slices.Contains(adopters, me) {
 			continue
 		}
+		elsewhere := e.AdoptedElsewhere(retired, me)
 		mine := map[string]bool{}
-		var elsewhere []string
 		for _, b := range sharding.AllBuckets() {
-			if sharding.Owner(b, adopters) == me {
-				mine[b] = true
-			} else {
-				elsewhere = append(elsewhere, b)
-			}
+			mine[b] = true
+		}
+		for _, b := range elsewhere {
+			delete(mine, b)
 		}
 		covered := a.covered[retired]
 		switch {

@@ -160,11 +160,11 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 			"the owner label was changed by someone else than the ring, and is put back", p.Owner, p.Granted)}
 	}
 	if next, ok := sharding.Stray(key, me, e.Members); ok && obj.GetDeletionTimestamp() == nil {
-		// An adopted object is adopted by its bucket, and most hash to
-		// another member by their name. Its adopter works on it, claims
-		// it, and only then hands it over: letting go of each such object
-		// at once would stop its work before any ran, and keep it stopped
-		// for as long as its handover's write fails.
+		// An adopted object that hashes to a member that joined after
+		// the retirement: its adopter works on it, claims it, and only
+		// then hands it over. Letting go of it at once would stop its
+		// work before any ran, and keep it stopped for as long as its
+		// handover's write fails.
 		if p.Owner != me {
 			return ownership.Claim{}
 		}
@@ -192,10 +192,10 @@ func (r *Ownership) Adopts(obj client.Object) bool { return r.adopted(obj) }
 
 // ClaimAdopted is the write that makes an adopted object this member's
 // in the API server: its owner label and grant moved to this member, and
-// its bucket label set, guarded by the object's resourceVersion. The engine writes it before
-// its first write of the object, and for the others at a slow pace, so
-// that the retired member's name goes from every object; nil for an
-// object that is not adopted.
+// its bucket label set, guarded by the object's resourceVersion. The
+// engine writes it before its first write of the object, and for the
+// others at a slow pace, so that the retired member's name goes from
+// every object; nil for an object that is not adopted.
 func (r *Ownership) ClaimAdopted() func(obj metav1.Object) map[string]any {
 	return func(obj metav1.Object) map[string]any {
 		// An object being deleted is not claimed: its adopter completes
@@ -217,9 +217,8 @@ func (r *Ownership) ClaimAdopted() func(obj metav1.Object) map[string]any {
 
 // LetGo moves the owner label and the grant to the next member (sets the
 // bucket label, and drops the handover request of an assigner before the
-// ring's epoch), guarded
-// by the resourceVersion of the object the member let go of, so that it
-// overwrites no change it has not seen.
+// ring's epoch), guarded by the resourceVersion of the object the member
+// let go of, so that it overwrites no change it has not seen.
 func (r *Ownership) LetGo(obj client.Object, next string) (map[string]any, func(bool)) {
 	ack := map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
