@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,9 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kopf-go/kopf/internal/lowlevel"
+	"github.com/kopf-go/kopf/internal/ownership"
 )
 
 // Adoption (docs/sharding.md, "Adoption"): when a ring member dies or
@@ -46,18 +49,33 @@ type adoption struct {
 
 	mu     sync.Mutex
 	caches map[adoptKey]*adoptCache
+	// adopting tells whether the epoch names a retired member that this
+	// replica adopts from: until it does, the standby caches hold nothing
+	// to work on, and neither reads nor drains look into them.
+	adopting atomic.Bool
 }
 
 // adoptKey names an adoption cache: a retired member has one per
 // selection of its objects that this replica adopts (one, and one more
-// for the buckets each death of another adopter gave this one).
+// for the buckets each death of another adopter gave this one that no
+// standby cache holds); the standby caches have the retired member
+// ownership.Standby.
 type adoptKey struct{ retired, selector string }
 
-// adoptCache is the cache of one retired member's objects.
+// adoptCache is the cache of one selection of objects to adopt.
 type adoptCache struct {
 	c    cache.Cache
 	stop context.CancelFunc
 	done chan struct{} // closed once the cache and its drain have stopped
+	// entering and lowLevel are its event handlers by kind: requestAdopted
+	// asks the first how long an object's work still waits, and offers
+	// the second the objects an epoch made adopted.
+	entering map[*kindState]*enteringLater
+	lowLevel map[*kindState]*lowlevel.Handler
+	// offered are the adopted objects that its handlers were given, by
+	// an event or by requestAdopted: a change of the epoch offers the low-
+	// level handlers only the others.
+	offered sync.Map // types.UID → struct{}
 }
 
 // drainPace is the interval between two claims of adopted objects that
@@ -75,6 +93,11 @@ func (a *adoption) run(ctx context.Context) {
 		if changed == nil {
 			return // this ownership never adopts
 		}
+		adopting := false
+		for retired := range want {
+			adopting = adopting || retired != ownership.Standby
+		}
+		a.adopting.Store(adopting)
 		a.follow(ctx, want)
 		select {
 		case <-ctx.Done():
@@ -110,7 +133,7 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 		<-ac.done
 	}
 	for _, ac := range kept {
-		a.requestAdopted(ctx, ac.c)
+		a.requestAdopted(ctx, ac)
 	}
 	keys := slices.SortedFunc(maps.Keys(wanted), func(x, y adoptKey) int {
 		return cmp.Or(cmp.Compare(x.retired, y.retired), cmp.Compare(x.selector, y.selector))
@@ -142,16 +165,19 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 		return nil, fmt.Errorf("create the cache of the objects of %s: %w", retired, err)
 	}
 	cctx, stop := context.WithCancel(ctx)
-	ac := &adoptCache{c: c, stop: stop, done: make(chan struct{})}
+	ac := &adoptCache{c: c, stop: stop, done: make(chan struct{}), entering: map[*kindState]*enteringLater{}}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = c.Start(cctx) })
 	for _, r := range a.kinds {
+		entering := &enteringLater{noticingHandler: noticingHandler{memories: r.memories, own: a.e.own}, delay: a.margin(), offered: &ac.offered}
+		ac.entering[r] = entering
 		ctrl, ok := a.ctrls[r]
 		if !ok {
 			continue
 		}
-		entering := &enteringLater{noticingHandler: noticingHandler{memories: r.memories, own: a.e.own}, delay: a.margin()}
-		kind := source.Kind[client.Object](c, r.objects.New(), entering, predicate.NewPredicateFuncs(a.e.own.Adopts))
+		// No predicate: the handler sees every object, to note when one
+		// moved, and passes on those this replica adopts.
+		kind := source.Kind[client.Object](c, r.objects.New(), entering)
 		// The controller starts a source with its own context, which
 		// outlives this cache: the source ends with whichever ends first.
 		err := ctrl.Watch(source.TypedFunc[reconcile.Request](func(qctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -166,10 +192,23 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 			return nil, fmt.Errorf("watch the objects of %s: %w", retired, err)
 		}
 	}
-	if err := a.e.lowLevelOn(cctx, c, a.kinds, false); err != nil && cctx.Err() == nil {
+	accept := func(obj client.Object) bool {
+		if !a.e.own.Adopts(obj) {
+			return false
+		}
+		ac.offered.Store(obj.GetUID(), struct{}{})
+		return true
+	}
+	lowLevel, err := a.e.lowLevelOn(cctx, c, a.kinds, accept)
+	ac.lowLevel = lowLevel
+	if err != nil && cctx.Err() == nil {
 		a.e.log.Error(err, "The low-level handlers do not see the objects of a retired ring member until they are claimed.", "retired", retired)
 	}
-	a.e.log.Info("Adopting the objects of a retired ring member.", "retired", retired, "selection", shortSelection(sel))
+	if retired == ownership.Standby {
+		a.e.log.Info("Standing by for the objects of other ring members that this member would adopt.", "selection", shortSelection(sel))
+	} else {
+		a.e.log.Info("Adopting the objects of a retired ring member.", "retired", retired, "selection", shortSelection(sel))
+	}
 	wg.Go(func() { a.drain(cctx, c, retired) })
 	go func() {
 		wg.Wait()
@@ -188,68 +227,151 @@ func (a *adoption) margin() time.Duration {
 // enteringLater is the event handler of an adoption cache's source. An
 // object in the cache's first listing is worked on at once: the retired
 // member whose name it carries stopped by its fence before the ring
-// retired it. One that enters the cache later does so because a write
-// moved its owner label to the retired member's name after the
-// retirement: a handover to a member that died meanwhile, or a claim of
-// that member's that arrived late (held in a proxy, say). If it was a
-// claim, another adopter may be working on the object, under the name it
-// carried before; that adopter stops once the label moves (the object
-// leaves its cache), within the ring's margin, so this one starts only
-// after the margin.
+// retired it. One that enters the cache later, or whose labels a write
+// moved, does so because of a write to its owner label: a handover to a
+// member that died meanwhile, or a claim of that member's that arrived
+// late (held in a proxy, say). If it was a claim, another adopter may be
+// working on the object, under the name it carried before; that adopter
+// stops once the label moves (the object leaves its cache), within the
+// ring's margin, so this one starts only after the margin. A standby
+// cache notes such moves before anyone retires, so that an object that
+// moved just before its owner's retirement waits as long.
 type enteringLater struct {
 	noticingHandler
 	delay time.Duration
-	// entered holds when each object that entered late did, until its
-	// delay is over: its updates meanwhile wait as long.
+	// entered holds when each object that entered late or moved did,
+	// until its delay is over: its work meanwhile waits as long.
 	entered sync.Map // types.UID → time.Time
+	offered *sync.Map
+}
+
+// enter notes that the object entered or moved now.
+func (h *enteringLater) enter(obj client.Object) {
+	uid, at := obj.GetUID(), time.Now()
+	h.entered.Store(uid, at)
+	time.AfterFunc(h.delay, func() { h.entered.CompareAndDelete(uid, at) })
+}
+
+// wait is how much longer the object's work waits: the rest of the margin
+// since it entered; 0 if it did not lately.
+func (h *enteringLater) wait(uid types.UID) time.Duration {
+	at, ok := h.entered.Load(uid)
+	if !ok {
+		return 0
+	}
+	return max(0, h.delay-time.Since(at.(time.Time)))
+}
+
+// adopts reports whether the object is one to work on, and notes that it
+// was offered.
+func (h *enteringLater) adopts(obj client.Object) bool {
+	if obj == nil || !h.own.Adopts(obj) {
+		return false
+	}
+	h.offered.Store(obj.GetUID(), struct{}{})
+	return true
 }
 
 func (h *enteringLater) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.IsInInitialList || e.Object == nil || h.delay <= 0 {
+	if e.Object == nil {
+		return
+	}
+	if !e.IsInInitialList && h.delay > 0 {
+		h.enter(e.Object)
+	}
+	if !h.adopts(e.Object) {
+		return
+	}
+	wait := h.wait(e.Object.GetUID())
+	if wait <= 0 {
 		h.noticingHandler.Create(ctx, e, q)
 		return
 	}
 	key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
 	h.memories.Notice(e.Object.GetUID(), key, h.own.FoundAtStart(false))
 	h.own.Entered(e.Object)
-	uid := e.Object.GetUID()
-	h.entered.Store(uid, time.Now())
-	time.AfterFunc(h.delay, func() { h.entered.Delete(uid) })
-	q.AddAfter(reconcile.Request{NamespacedName: key}, h.delay)
+	q.AddAfter(reconcile.Request{NamespacedName: key}, wait)
 }
 
 func (h *enteringLater) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.ObjectNew != nil {
-		if at, ok := h.entered.Load(e.ObjectNew.GetUID()); ok {
-			if wait := h.delay - time.Since(at.(time.Time)); wait > 0 {
-				q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}, wait)
-				return
-			}
-			h.entered.Delete(e.ObjectNew.GetUID())
-		}
+	if e.ObjectNew == nil {
+		return
+	}
+	// A change of labels moved the object unless it stays adopted: one
+	// that became adopted by it entered, and one of a live member moved
+	// between members, which this one may adopt soon.
+	if h.delay > 0 && e.ObjectOld != nil && !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) &&
+		!(h.own.Adopts(e.ObjectOld) && h.own.Adopts(e.ObjectNew)) {
+		h.enter(e.ObjectNew)
+	}
+	if !h.adopts(e.ObjectNew) {
+		return
+	}
+	if wait := h.wait(e.ObjectNew.GetUID()); wait > 0 {
+		q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}, wait)
+		return
 	}
 	h.noticingHandler.Update(ctx, e, q)
 }
 
+func (h *enteringLater) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if h.adopts(e.Object) {
+		h.noticingHandler.Delete(ctx, e, q)
+	}
+}
+
+func (h *enteringLater) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if h.adopts(e.Object) {
+		h.noticingHandler.Generic(ctx, e, q)
+	}
+}
+
 // requestAdopted asks for a reconcile of every object of the cache that
-// this replica adopts now: those it worked on already reconcile to
-// nothing new.
-func (a *adoption) requestAdopted(ctx context.Context, c cache.Cache) {
+// this replica adopts now, and offers the low-level handlers those they
+// were not given yet, as listed: a change of the epoch, not an event,
+// made them adopted (a standby cache's, once their owner retired). Those
+// it worked on already reconcile to nothing new. One that moved lately
+// waits out the margin.
+func (a *adoption) requestAdopted(ctx context.Context, ac *adoptCache) {
 	for _, r := range a.kinds {
-		if _, ok := a.ctrls[r]; !ok {
-			continue
-		}
-		for _, obj := range a.list(ctx, c, r) {
+		for _, obj := range a.list(ctx, ac.c, r) {
+			uid, key := obj.GetUID(), client.ObjectKeyFromObject(obj)
 			// Whether the replica remembers the object says nothing: it
 			// may remember an object it handed over long ago.
 			if !a.e.own.Adopts(obj) {
+				ac.offered.Delete(uid)
 				continue
 			}
-			if !r.request(ctx, client.ObjectKeyFromObject(obj)) {
+			if _, given := ac.offered.LoadOrStore(uid, struct{}{}); !given {
+				r.memories.Notice(uid, key, a.e.own.FoundAtStart(true))
+				a.e.own.Entered(obj)
+				if h := ac.lowLevel[r]; h != nil {
+					h.OnAdd(obj, true)
+				}
+			}
+			if _, ok := a.ctrls[r]; !ok {
+				continue
+			}
+			if wait := ac.entering[r].wait(uid); wait > 0 {
+				requestAfter(ctx, r, key, wait)
+				continue
+			}
+			if !r.request(ctx, key) {
 				return
 			}
 		}
 	}
+}
+
+// requestAfter asks for the object's reconcile after the wait, unless ctx
+// ends first.
+func requestAfter(ctx context.Context, r *kindState, key types.NamespacedName, wait time.Duration) {
+	unregister := make(chan func() bool, 1)
+	t := time.AfterFunc(wait, func() {
+		(<-unregister)()
+		r.request(ctx, key)
+	})
+	unregister <- context.AfterFunc(ctx, func() { t.Stop() })
 }
 
 // drain claims, at drainPace, every object of the cache that this
@@ -265,8 +387,12 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 	for _, r := range a.kinds {
 		listed += len(a.list(ctx, c, r))
 	}
-	a.e.log.Info("Listed the objects of a retired ring member.", "retired", retired, "objects", listed,
-		"took", time.Since(began).Round(time.Millisecond).String())
+	took := time.Since(began).Round(time.Millisecond).String()
+	if retired == ownership.Standby {
+		a.e.log.Info("Listed the objects of other ring members that this member stands by for.", "objects", listed, "took", took)
+	} else {
+		a.e.log.Info("Listed the objects of a retired ring member.", "retired", retired, "objects", listed, "took", took)
+	}
 	if a.e.own.ClaimAdopted() == nil {
 		return
 	}
@@ -276,6 +402,16 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 	defer pace.Stop()
 	claimed := 0
 	for ctx.Err() == nil {
+		if !a.adopting.Load() {
+			// A standby cache's objects are other members' until one
+			// retires; nothing in any cache is to claim.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(drainIdle):
+			}
+			continue
+		}
 		left := 0
 		for _, r := range a.kinds {
 			claim := r.claim()

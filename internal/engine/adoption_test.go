@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -31,15 +33,21 @@ func (q *queued) AddAfter(r reconcile.Request, d time.Duration) {
 	q.after[r] = d
 }
 
+// adoptsRetired adopts the objects whose owner label names "retired".
+type adoptsRetired struct{ ownership.Unshared }
+
+func (adoptsRetired) Adopts(obj client.Object) bool { return obj.GetLabels()["owner"] == "retired" }
+
 // An object in an adoption cache's first listing is reconciled at once;
 // one that enters later (a late claim moved its label to the retired
 // member's name) only after the ring's margin, and so are its updates
 // within the margin; after it, its updates go at once.
 func TestAnObjectEnteringAnAdoptionCacheLateWaitsOutTheMargin(t *testing.T) {
-	h := &enteringLater{noticingHandler: noticingHandler{memories: memory.NewStore(nil, nil, nil, nil), own: ownership.Unshared{}},
-		delay: 200 * time.Millisecond}
+	h := &enteringLater{noticingHandler: noticingHandler{memories: memory.NewStore(nil, nil, nil, nil), own: adoptsRetired{}},
+		delay: 200 * time.Millisecond, offered: &sync.Map{}}
 	obj := func(name string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{"owner": "retired"}}}
 	}
 	q := &queued{}
 	h.Create(context.Background(), event.CreateEvent{Object: obj("listed"), IsInInitialList: true}, q)
@@ -50,7 +58,7 @@ func TestAnObjectEnteringAnAdoptionCacheLateWaitsOutTheMargin(t *testing.T) {
 	if len(q.now) != 1 || q.now[0] != listed {
 		t.Errorf("queued at once: %v, want the listed object alone", q.now)
 	}
-	if d := q.after[late]; d != h.delay {
+	if d := q.after[late]; d < h.delay-50*time.Millisecond || d > h.delay {
 		t.Errorf("the late object is queued after %s, want the margin %s", d, h.delay)
 	}
 	q.now, q.after = nil, nil
@@ -63,6 +71,63 @@ func TestAnObjectEnteringAnAdoptionCacheLateWaitsOutTheMargin(t *testing.T) {
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: obj("late"), ObjectNew: obj("late")}, q)
 	if len(q.now) != 1 || len(q.after) != 0 {
 		t.Errorf("an update after the margin: queued at once %v, after %v; want at once", q.now, q.after)
+	}
+}
+
+// A standby cache holds other members' objects: it queues none of them,
+// and notes the moment one's labels move, so that, were its owner retired
+// within the margin, its work would wait out the rest (requestAdopted
+// asks wait). An adopted object whose labels change and that stays
+// adopted did not enter, and an update that moves an object to the
+// retired member's name is an entry, as a late creation is.
+func TestAStandbyCacheNotesMovesAndQueuesOnlyWhatItAdopts(t *testing.T) {
+	h := &enteringLater{noticingHandler: noticingHandler{memories: memory.NewStore(nil, nil, nil, nil), own: adoptsRetired{}},
+		delay: 200 * time.Millisecond, offered: &sync.Map{}}
+	obj := func(name, owner string, more ...string) *corev1.ConfigMap {
+		labels := map[string]string{"owner": owner}
+		for _, k := range more {
+			labels[k] = "set"
+		}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: labels}}
+	}
+	q := &queued{}
+	ctx := context.Background()
+	h.Create(ctx, event.CreateEvent{Object: obj("theirs", "live-a"), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: obj("placed", "live-a")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("moved", "live-a"), ObjectNew: obj("moved", "live-b")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("still", "live-a"), ObjectNew: obj("still", "live-a")}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: obj("gone", "live-a")}, q)
+	if len(q.now) != 0 || len(q.after) != 0 {
+		t.Errorf("other members' objects were queued: at once %v, after %v", q.now, q.after)
+	}
+	for name, want := range map[string]bool{"theirs": false, "placed": true, "moved": true, "still": false} {
+		if got := h.wait(types.UID("uid-"+name)) > 0; got != want {
+			t.Errorf("%s: waits %v, want %v", name, got, want)
+		}
+	}
+	if _, ok := h.offered.Load(types.UID("uid-moved")); ok {
+		t.Error("an object of a live member is taken for offered")
+	}
+
+	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("adopted", "retired"), ObjectNew: obj("adopted", "retired", "edited")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("claimed-late", "live-a"), ObjectNew: obj("claimed-late", "retired")}, q)
+	adopted, late := reconcile.Request{}, reconcile.Request{}
+	adopted.Namespace, adopted.Name = "ns", "adopted"
+	late.Namespace, late.Name = "ns", "claimed-late"
+	if len(q.now) != 1 || q.now[0] != adopted {
+		t.Errorf("queued at once: %v, want the adopted object whose labels were edited alone", q.now)
+	}
+	if d := q.after[late]; d <= 0 || d > h.delay {
+		t.Errorf("an object moved to the retired member's name is queued after %s, want within the margin %s", d, h.delay)
+	}
+	for _, name := range []string{"adopted", "claimed-late"} {
+		if _, ok := h.offered.Load(types.UID("uid-" + name)); !ok {
+			t.Errorf("%s was queued but not taken for offered", name)
+		}
+	}
+	time.Sleep(h.delay + 50*time.Millisecond)
+	if w := h.wait("uid-moved"); w != 0 {
+		t.Errorf("a move older than the margin still waits %s", w)
 	}
 }
 

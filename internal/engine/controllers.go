@@ -61,14 +61,18 @@ func (e *engine) controllers(reader client.Reader, c cache.Cache, kinds []*kindS
 // have them on the run's informers, and waits until the first listing of
 // every indexed kind has been indexed.
 func (e *engine) lowLevel(ctx context.Context, c cache.Cache, kinds []*kindState) error {
-	return e.lowLevelOn(ctx, c, kinds, true)
+	_, err := e.lowLevelOn(ctx, c, kinds, nil)
+	return err
 }
 
 // lowLevelOn registers the low-level handlers on the informers of a cache
-// of the run: the run's own (fresh: the indices start empty), or one of
-// its adoption caches (adoption.go), whose objects are added to the
-// indices, those of them that this replica adopts.
-func (e *engine) lowLevelOn(ctx context.Context, c cache.Cache, kinds []*kindState, fresh bool) error {
+// of the run: the run's own (accept nil: the indices start empty), or one
+// of its adoption caches (adoption.go), whose objects that accept names
+// (those this replica adopts) are added to the indices. It returns the
+// handlers by kind, so that an adoption cache can offer them the objects
+// that an epoch's change, not an event, made adopted.
+func (e *engine) lowLevelOn(ctx context.Context, c cache.Cache, kinds []*kindState, accept func(client.Object) bool) (map[*kindState]*lowlevel.Handler, error) {
+	fresh := accept == nil
 	var indexed []toolscache.InformerSynced
 	for _, r := range kinds {
 		for _, h := range r.objects.Registered.Indexing {
@@ -77,10 +81,7 @@ func (e *engine) lowLevelOn(ctx context.Context, c cache.Cache, kinds []*kindSta
 			}
 		}
 	}
-	var accept func(client.Object) bool
-	if !fresh {
-		accept = e.own.Adopts
-	}
+	handlers := map[*kindState]*lowlevel.Handler{}
 	for _, r := range kinds {
 		if len(r.objects.Registered.Indexing) == 0 && len(r.objects.Registered.Watching) == 0 {
 			continue
@@ -88,9 +89,9 @@ func (e *engine) lowLevelOn(ctx context.Context, c cache.Cache, kinds []*kindSta
 		informer, err := c.GetInformer(ctx, r.objects.New())
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return handlers, nil
 			}
-			return fmt.Errorf("watch %s: %w", r.objects.GVK.Kind, err)
+			return handlers, fmt.Errorf("watch %s: %w", r.objects.GVK.Kind, err)
 		}
 		handler := lowlevel.New(ctx, lowlevel.Kind{Registered: r.objects.Registered, Objects: r.objects, Label: r.kindLabel, Memories: r.memories,
 			Own: r.own, Indices: r.settings.Indices, Clock: r.settings.Clock, Backoff: r.settings.Daemons.DefaultBackoff,
@@ -100,16 +101,17 @@ func (e *engine) lowLevelOn(ctx context.Context, c cache.Cache, kinds []*kindSta
 			AddFunc: handler.OnAdd, UpdateFunc: handler.OnUpdate, DeleteFunc: handler.OnDelete,
 		})
 		if err != nil {
-			return fmt.Errorf("handle the events of %s: %w", r.objects.GVK.Kind, err)
+			return handlers, fmt.Errorf("handle the events of %s: %w", r.objects.GVK.Kind, err)
 		}
+		handlers[r] = handler
 		if len(r.objects.Registered.Indexing) > 0 {
 			indexed = append(indexed, registration.HasSynced)
 		}
 	}
 	if len(indexed) > 0 && !toolscache.WaitForCacheSync(ctx.Done(), indexed...) && ctx.Err() == nil {
-		return errors.New("the first listing of the indexed kinds did not complete")
+		return handlers, errors.New("the first listing of the indexed kinds did not complete")
 	}
-	return nil
+	return handlers, nil
 }
 
 // controller makes a kind's controller for one run: its objects come from

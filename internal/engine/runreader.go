@@ -37,8 +37,8 @@ type runReader struct {
 // adopts is the kind of obj (an object or a list) if it is one of the
 // engine's and the replica adopts objects now; nil if not.
 func (r *runReader) adopts(obj runtime.Object) *kindState {
-	if len(r.a.current()) == 0 {
-		return nil
+	if !r.a.adopting.Load() {
+		return nil // the standby caches hold only other members' objects
 	}
 	gvk, err := apiutil.GVKForObject(obj, r.scheme)
 	if err != nil {

@@ -22,6 +22,12 @@ import (
 	"github.com/kopf-go/kopf/internal/freeze"
 )
 
+// Standby is the key of Adopting's map under which stand the selections
+// that a ring member watches before anyone dies, by bucket and whatever
+// their owner, so that a takeover lists nothing: no retired member's name
+// is empty.
+const Standby = ""
+
 // Ownership says what a replica may do with the objects of its kinds.
 type Ownership interface {
 	// Ready is closed once the engine may build its cache: a ring member
@@ -61,10 +67,12 @@ type Ownership interface {
 	// writes go unguarded by versions.
 	Fence() func(obj metav1.Object) error
 	// Adopting selects, for each retired ring member whose objects the
-	// replica adopts, those objects: the engine watches each selection
-	// with a cache of its own beside its share's, until it is gone from
-	// the map. The channel is closed when that may have changed; a nil
-	// one: the replica never adopts.
+	// replica adopts, those objects, and under Standby the objects that
+	// it would adopt if their owner died now: the engine watches each
+	// selection with a cache of its own beside its share's, until it is
+	// gone from the map, and works on the objects of any of them that
+	// Adopts names. The channel is closed when that may have changed; a
+	// nil one: the replica never adopts.
 	Adopting() (map[string][]labels.Selector, <-chan struct{})
 	// Adopts reports whether an object of an adoption cache is the
 	// replica's to work on now.

@@ -69,6 +69,25 @@ func (e Epoch) AdoptedElsewhere(retired, member string) []string {
 	return out
 }
 
+// Standby are the buckets, sorted by number, whose objects the member
+// would adopt if their owner died or left now: those it comes second to
+// among the epoch's members (the owner's adopters would be the others).
+// The member watches them before any death, so that a takeover lists
+// nothing (docs/sharding.md, "Standing by"). None if it is no member, or
+// the only one.
+func (e Epoch) Standby(member string) []string {
+	if len(e.Members) < 2 || !slices.Contains(e.Members, member) {
+		return nil
+	}
+	var out []string
+	for _, b := range AllBuckets() {
+		if Second(b, e.Members) == member {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // IsRetired reports whether the member's objects are adopted.
 func (e Epoch) IsRetired(member string) bool {
 	_, ok := e.Retired[member]

@@ -153,3 +153,55 @@ func TestBucket(t *testing.T) {
 		}
 	}
 }
+
+// A member stands by for the buckets it adopts when their owner dies:
+// after the death of any member, each adopter's buckets of it are among
+// those it stood by for, and no bucket has two members standing by.
+func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
+	members := []string{"a", "b", "c", "d"}
+	e, _ := Epoch{}.Next(members, nil)
+	standing := map[string]string{}
+	for _, m := range members {
+		buckets := e.Standby(m)
+		if len(buckets) < Buckets/8 || len(buckets) > Buckets/2 {
+			t.Errorf("%s stands by for %d of %d buckets", m, len(buckets), Buckets)
+		}
+		for _, b := range buckets {
+			if Owner(b, members) == m {
+				t.Errorf("%s stands by for bucket %s, which it owns", m, b)
+			}
+			if other, ok := standing[b]; ok {
+				t.Fatalf("bucket %s has two members standing by: %s and %s", b, other, m)
+			}
+			standing[b] = m
+		}
+	}
+	if len(standing) != Buckets {
+		t.Errorf("%d of %d buckets have a member standing by", len(standing), Buckets)
+	}
+	for _, dead := range members {
+		var live []string
+		for _, m := range members {
+			if m != dead {
+				live = append(live, m)
+			}
+		}
+		next, _ := e.Next(live, nil)
+		for _, b := range AllBuckets() {
+			if Owner(b, members) != dead {
+				continue
+			}
+			adopter := next.Adopter(b, dead)
+			if !slices.Contains(e.Standby(adopter), b) {
+				t.Errorf("%s's bucket %s is adopted by %s, which did not stand by for it", dead, b, adopter)
+			}
+		}
+	}
+	alone, _ := Epoch{}.Next([]string{"a"}, nil)
+	if got := alone.Standby("a"); got != nil {
+		t.Errorf("the only member stands by for %d buckets", len(got))
+	}
+	if got := e.Standby("z"); got != nil {
+		t.Errorf("a non-member stands by for %d buckets", len(got))
+	}
+}

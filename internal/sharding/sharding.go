@@ -26,6 +26,25 @@ func Owner(key string, members []string) string {
 	return owner
 }
 
+// Second is the member that would handle the object with the given key
+// if its owner were gone: the owner among the other members; "" with
+// fewer than two.
+func Second(key string, members []string) string {
+	first := Owner(key, members)
+	var second string
+	var best uint64
+	for _, m := range members {
+		if m == first {
+			continue
+		}
+		s := score(key, m)
+		if second == "" || s > best || s == best && m < second {
+			second, best = m, s
+		}
+	}
+	return second
+}
+
 // score is the weight of a member for a key: FNV-1a over both (with a
 // separator, so that "ab"+"c" and "a"+"bc" differ), then a finalising mix,
 // because FNV's high bits alone vary too little between similar inputs

@@ -1,20 +1,24 @@
 package share
 
 import (
+	"cmp"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
 // adopting remembers, for each retired member whose objects this member
-// adopts, the buckets its adoption caches select already. A member's
+// adopts, the buckets its adoption caches select already, and the
+// standby caches that select buckets whatever their owner. A member's
 // buckets of a retired member only grow while it adopts from it (an
 // adopter's death gives its buckets to the others; a join gives nothing),
 // so a new bucket gets a cache of its own beside those running, and no
@@ -23,16 +27,30 @@ type adopting struct {
 	mu      sync.Mutex
 	covered map[string]map[string]bool   // by retired member: bucket → selected
 	sels    map[string][]labels.Selector // by retired member, in the order made
+	standby []*standing                  // in the order made
+}
+
+// standing is one standby cache's selection: its buckets' objects,
+// whoever owns them (docs/sharding.md, "Standing by").
+type standing struct {
+	buckets map[string]bool
+	sel     labels.Selector
+	// serves are the retired members whose adoption counts on the cache:
+	// their objects in its buckets are in no other selection, so it runs
+	// until they are gone from the epoch.
+	serves map[string]bool
 }
 
 // Adopting selects, for every retired member of the published epoch
-// among whose adopters this member is, the objects that it may adopt:
-// the engine watches each selection with a cache of its own beside the
-// member's share (docs/sharding.md, "Adoption"). The first selection of
-// a retired member names its objects but for the buckets adopted
-// elsewhere (objects without a bucket label are in it); each later one,
-// the buckets this member was given since. The channel is closed when
-// the epoch changes.
+// among whose adopters this member is, the objects that it may adopt, and
+// under ownership.Standby the buckets whose objects it would adopt if
+// their owner died now: the engine watches each selection with a cache of
+// its own beside the member's share (docs/sharding.md, "Adoption" and
+// "Standing by"). The first selection of a retired member names its
+// objects but for the buckets adopted elsewhere and those a standby cache
+// holds (objects without a bucket label are in it); each later one, the
+// buckets this member was given since that no standby cache holds. The
+// channel is closed when the epoch changes.
 func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 	e, changed := r.epoch.now()
 	me := r.member.Name()
@@ -41,6 +59,10 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 	defer a.mu.Unlock()
 	if a.covered == nil {
 		a.covered, a.sels = map[string]map[string]bool{}, map[string][]labels.Selector{}
+	}
+	held := map[string]bool{} // the buckets that the standby caches select
+	for _, s := range a.standby {
+		maps.Copy(held, s.buckets)
 	}
 	out := map[string][]labels.Selector{}
 	for _, retired := range e.RetiredNames() {
@@ -60,17 +82,32 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 		switch {
 		case covered == nil:
 			a.covered[retired] = mine
-			a.sels[retired] = []labels.Selector{r.keys.AdoptedFrom(retired, elsewhere)}
+			a.serve(retired, mine)
+			left := slices.Clone(elsewhere)
+			for b := range mine {
+				if held[b] {
+					left = append(left, b)
+				}
+			}
+			slices.SortFunc(left, byNumber)
+			a.sels[retired] = []labels.Selector{r.keys.AdoptedFrom(retired, left)}
 		default:
-			var gained []string
+			gained := map[string]bool{}
 			for b := range mine {
 				if !covered[b] {
-					gained = append(gained, b)
+					gained[b] = true
 					covered[b] = true
 				}
 			}
-			if len(gained) > 0 {
-				a.sels[retired] = append(a.sels[retired], r.inBuckets(retired, gained))
+			a.serve(retired, gained)
+			var listed []string
+			for b := range gained {
+				if !held[b] {
+					listed = append(listed, b)
+				}
+			}
+			if len(listed) > 0 {
+				a.sels[retired] = append(a.sels[retired], r.inBuckets(r.keys.OwnedBy(retired), listed))
 			}
 		}
 		out[retired] = slices.Clone(a.sels[retired])
@@ -81,17 +118,96 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 			delete(a.sels, retired)
 		}
 	}
+	a.standBy(r, e.Standby(me), out)
+	if len(a.standby) > 0 {
+		for _, s := range a.standby {
+			out[ownership.Standby] = append(out[ownership.Standby], s.sel)
+		}
+	}
 	return out, changed
 }
 
-// inBuckets selects the retired member's objects in the buckets.
-func (r *Ownership) inBuckets(retired string, buckets []string) labels.Selector {
-	slices.Sort(buckets)
+// serve records that the retired member's adoption counts on the standby
+// caches holding any of the buckets.
+func (a *adopting) serve(retired string, buckets map[string]bool) {
+	for _, s := range a.standby {
+		for b := range buckets {
+			if s.buckets[b] {
+				s.serves[retired] = true
+				break
+			}
+		}
+	}
+}
+
+// standBy keeps the standby caches that serve a retired member of adopting
+// or whose buckets are still at least half ones to stand by for, and adds
+// one for the buckets to stand by for that none of them holds: a member
+// that joins or dies changes about 1/N of a member's standby buckets, so
+// most of a standby cache stays of use, and one that does not is replaced
+// by a smaller listing rather than kept whole.
+func (a *adopting) standBy(r *Ownership, buckets []string, adopting map[string][]labels.Selector) {
+	want := map[string]bool{}
+	for _, b := range buckets {
+		want[b] = true
+	}
+	var kept []*standing
+	held := map[string]bool{}
+	for _, s := range a.standby {
+		for retired := range s.serves {
+			if _, ok := adopting[retired]; !ok {
+				delete(s.serves, retired)
+			}
+		}
+		wanted := 0
+		for b := range s.buckets {
+			if want[b] {
+				wanted++
+			}
+		}
+		if len(s.serves) == 0 && 2*wanted < len(s.buckets) {
+			continue
+		}
+		kept = append(kept, s)
+		maps.Copy(held, s.buckets)
+	}
+	var missing []string
+	for _, b := range buckets {
+		if !held[b] {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		sel := r.inBuckets(labels.Everything(), missing)
+		kept = append(kept, &standing{buckets: setOf(missing), sel: sel, serves: map[string]bool{}})
+	}
+	a.standby = kept
+}
+
+// setOf is the set of the strings.
+func setOf(values []string) map[string]bool {
+	out := make(map[string]bool, len(values))
+	for _, v := range values {
+		out[v] = true
+	}
+	return out
+}
+
+// byNumber orders buckets by their number, as AllBuckets lists them.
+func byNumber(x, y string) int {
+	nx, _ := strconv.Atoi(x)
+	ny, _ := strconv.Atoi(y)
+	return cmp.Compare(nx, ny)
+}
+
+// inBuckets narrows the selection to the objects in the buckets.
+func (r *Ownership) inBuckets(sel labels.Selector, buckets []string) labels.Selector {
+	slices.SortFunc(buckets, byNumber)
 	req, err := labels.NewRequirement(r.keys.Bucket, selection.In, buckets)
 	if err != nil {
-		return r.keys.OwnedBy(retired) // the buckets are valid label values: this cannot fail
+		return sel // the buckets are valid label values: this cannot fail
 	}
-	return r.keys.OwnedBy(retired).Add(*req)
+	return sel.Add(*req)
 }
 
 // Rebucket is the write that puts right the bucket label of an object in

@@ -9,21 +9,24 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
-// An adopter watches its own buckets of a retired member's objects; when
-// another adopter dies, the buckets it is given get a selection of their
-// own beside the first, which stays as it was (its cache runs on).
+// An adopter watches its own buckets of a retired member's objects, and
+// stands by for the buckets it would adopt if their owner died; when
+// another adopter dies, the buckets it is given are held by its standby
+// cache already: nothing is listed again, and the dead adopter's own
+// objects are selected but for those buckets.
 func TestRingShareAdoptingGrowsByBuckets(t *testing.T) {
 	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
 	me := r.member.Name()
 	three := []string{me, "m-b", "m-c"}
 	r.epoch.set(sharding.Epoch{Serial: 2, Members: three, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1}, Retired: map[string]int64{"m-r": 2}})
 	first, _ := r.Adopting()
-	if len(first["m-r"]) != 1 {
-		t.Fatalf("Adopting() = %v, want one selection of m-r's objects", first)
+	if len(first["m-r"]) != 1 || len(first[ownership.Standby]) != 1 {
+		t.Fatalf("Adopting() = %v, want one selection of m-r's objects and one to stand by", first)
 	}
 	bucketOf := func(adopter string, among []string) string {
 		for _, b := range sharding.AllBuckets() {
@@ -35,24 +38,28 @@ func TestRingShareAdoptingGrowsByBuckets(t *testing.T) {
 		return ""
 	}
 	mine, cs := bucketOf(me, three), bucketOf("m-c", three) // cs: a bucket of m-c's that goes to this member once m-c dies
-	obj := func(bucket string) labels.Set { return labels.Set{mainKeys.Owner: "m-r", mainKeys.Bucket: bucket} }
-	if !first["m-r"][0].Matches(obj(mine)) || first["m-r"][0].Matches(obj(cs)) {
+	obj := func(owner, bucket string) labels.Set { return labels.Set{mainKeys.Owner: owner, mainKeys.Bucket: bucket} }
+	if !first["m-r"][0].Matches(obj("m-r", mine)) || first["m-r"][0].Matches(obj("m-r", cs)) {
 		t.Errorf("the first selection %s does not select this member's buckets alone", first["m-r"][0])
+	}
+	standby := first[ownership.Standby][0]
+	if !standby.Matches(obj("m-c", cs)) || !standby.Matches(obj("m-r", cs)) || standby.Matches(obj(me, mine)) {
+		t.Errorf("the standby selection %s does not select m-c's bucket that this member would adopt alone", standby)
 	}
 
 	// m-c dies: its buckets go to this member and to m-b.
 	r.epoch.set(sharding.Epoch{Serial: 3, Members: []string{me, "m-b"}, Joined: map[string]int64{me: 1, "m-b": 1},
 		Retired: map[string]int64{"m-r": 2, "m-c": 3}})
 	second, _ := r.Adopting()
-	sels := second["m-r"]
-	if len(sels) != 2 || sels[0].String() != first["m-r"][0].String() {
-		t.Fatalf("after an adopter's death, Adopting() = %v, want the first selection kept and one more", second)
+	if sels := second["m-r"]; len(sels) != 1 || sels[0].String() != first["m-r"][0].String() {
+		t.Errorf("after an adopter's death, m-r's selections = %v, want the first kept alone (the standby cache holds the gained buckets)", sels)
 	}
-	if !sels[1].Matches(obj(cs)) || sels[1].Matches(obj(mine)) || sels[1].Matches(labels.Set{mainKeys.Owner: "m-r"}) {
-		t.Errorf("the second selection %s does not select the gained buckets alone", sels[1])
+	if sels := second[ownership.Standby]; len(sels) == 0 || sels[0].String() != standby.String() {
+		t.Errorf("after a death, the standby selections = %v, want the one the adoption counts on kept first", sels)
 	}
-	if len(second["m-c"]) != 1 {
-		t.Errorf("the dead adopter's own objects are not selected: %v", second)
+	cSels := second["m-c"]
+	if len(cSels) != 1 || !cSels[0].Matches(labels.Set{mainKeys.Owner: "m-c"}) || cSels[0].Matches(obj("m-c", cs)) {
+		t.Errorf("the dead adopter's own objects: selections %v, want those without a bucket label and none the standby cache holds", cSels)
 	}
 	again, _ := r.Adopting()
 	if diff := cmp.Diff(fmt.Sprint(second), fmt.Sprint(again)); diff != "" {
@@ -62,8 +69,72 @@ func TestRingShareAdoptingGrowsByBuckets(t *testing.T) {
 	// m-r's objects are all claimed: it is dropped, and so are its
 	// selections; were it retired again, they would start anew.
 	r.epoch.set(sharding.Epoch{Serial: 4, Members: []string{me, "m-b"}, Joined: map[string]int64{me: 1, "m-b": 1}, Retired: map[string]int64{"m-c": 3}})
-	if got, _ := r.Adopting(); len(got) != 1 || got["m-r"] != nil {
+	if got, _ := r.Adopting(); got["m-r"] != nil || got["m-c"] == nil {
 		t.Errorf("after m-r was dropped, Adopting() = %v", got)
+	}
+}
+
+// A bucket that an adopter is given, and that no standby cache holds
+// (the adopters are not the members: one joined after the retirement),
+// gets a selection of its own beside the first, which stays as it was.
+func TestRingShareAdoptingListsWhatNoStandbyHolds(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	four := []string{me, "m-b", "m-c", "m-j"}
+	r.epoch.set(sharding.Epoch{Serial: 3, Members: four, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1, "m-j": 3},
+		Retired: map[string]int64{"m-r": 2}})
+	first, _ := r.Adopting()
+	held := first[ownership.Standby]
+	unheld := ""
+	for _, b := range sharding.AllBuckets() {
+		if sharding.Owner(b, []string{me, "m-b", "m-c"}) == "m-c" && sharding.Owner(b, []string{me, "m-b"}) == me && !held[0].Matches(labels.Set{mainKeys.Bucket: b}) {
+			unheld = b
+			break
+		}
+	}
+	if unheld == "" {
+		t.Fatal("no bucket of m-r's that m-c's death gives this member is left out of its standby selection")
+	}
+	r.epoch.set(sharding.Epoch{Serial: 4, Members: []string{me, "m-b", "m-j"}, Joined: map[string]int64{me: 1, "m-b": 1, "m-j": 3},
+		Retired: map[string]int64{"m-r": 2, "m-c": 4}})
+	second, _ := r.Adopting()
+	sels := second["m-r"]
+	if len(sels) != 2 || sels[0].String() != first["m-r"][0].String() {
+		t.Fatalf("m-r's selections after an adopter's death = %v, want the first kept and one more", sels)
+	}
+	if !sels[1].Matches(labels.Set{mainKeys.Owner: "m-r", mainKeys.Bucket: unheld}) || sels[1].Matches(labels.Set{mainKeys.Owner: "m-r"}) {
+		t.Errorf("the second selection %s does not select the gained bucket %s", sels[1], unheld)
+	}
+}
+
+// Once most of a standby cache's buckets are no longer to stand by for
+// (members joined), and no adoption counts on it, it is replaced by one
+// that selects exactly the buckets to stand by for now.
+func TestRingShareStandbyFollowsTheMembers(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	two := []string{me, "m-b"}
+	r.epoch.set(sharding.Epoch{Serial: 1, Members: two, Joined: map[string]int64{me: 1, "m-b": 1}})
+	first, _ := r.Adopting()
+	if len(first) != 1 || len(first[ownership.Standby]) != 1 {
+		t.Fatalf("Adopting() of a ring of two = %v, want one standby selection alone", first)
+	}
+	five := []string{me, "m-b", "m-c", "m-d", "m-e"}
+	r.epoch.set(sharding.Epoch{Serial: 2, Members: five, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 2, "m-d": 2, "m-e": 2}})
+	got, _ := r.Adopting()
+	sels := got[ownership.Standby]
+	if len(sels) != 1 || sels[0].String() == first[ownership.Standby][0].String() {
+		t.Fatalf("the standby selections after three joins = %v, want one new one", sels)
+	}
+	for _, b := range sharding.AllBuckets() {
+		if want := sharding.Second(b, five) == me; sels[0].Matches(labels.Set{mainKeys.Bucket: b}) != want {
+			t.Errorf("bucket %s: selected %v, want %v", b, !want, want)
+		}
+	}
+	alone := sharding.Epoch{Serial: 3, Members: []string{me}, Joined: map[string]int64{me: 1}}
+	r.epoch.set(alone)
+	if got, _ := r.Adopting(); len(got) != 0 {
+		t.Errorf("the only member stands by: %v", got)
 	}
 }
 
