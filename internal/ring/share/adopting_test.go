@@ -38,7 +38,9 @@ func TestRingShareAdoptingGrowsByBuckets(t *testing.T) {
 		return ""
 	}
 	mine, cs := bucketOf(me, three), bucketOf("m-c", three) // cs: a bucket of m-c's that goes to this member once m-c dies
-	obj := func(owner, bucket string) labels.Set { return labels.Set{mainKeys.Owner: owner, mainKeys.Bucket: bucket} }
+	obj := func(owner, bucket string) labels.Set {
+		return labels.Set{mainKeys.Owner: owner, mainKeys.Bucket: bucket}
+	}
 	if !first["m-r"][0].Matches(obj("m-r", mine)) || first["m-r"][0].Matches(obj("m-r", cs)) {
 		t.Errorf("the first selection %s does not select this member's buckets alone", first["m-r"][0])
 	}
