@@ -50,6 +50,9 @@ type Flags struct {
 	// ShardRing makes this replica a member of the ring of that name: the
 	// replicas of one ring share the objects (docs/sharding.md).
 	ShardRing string
+	// ShardNoStandby keeps a ring member from watching the objects it
+	// would adopt before anyone dies (Sharding.NoStandby).
+	ShardNoStandby bool
 	// HealthProbeBindAddress is where the manager serves /healthz and
 	// /readyz (e.g. :8081), as kubebuilder's scaffolds name the flag:
 	// readiness fails while the operator is frozen or has lost its ring
@@ -114,6 +117,7 @@ func ParseFlags(args []string) (Flags, error) {
 	fs.StringVar(&f.Liveness, "liveness", "", "serve the probes' results at this URL, e.g. http://0.0.0.0:8080/healthz")
 	fs.StringVar(&f.Liveness, "L", "", "short for --liveness")
 	fs.StringVar(&f.ShardRing, "shard-ring", "", "share the objects with the other replicas of this ring")
+	fs.BoolVar(&f.ShardNoStandby, "shard-no-standby", false, "do not watch, before a ring member dies, the objects this replica would adopt: less memory, a slower takeover")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", "", "serve /healthz and /readyz at this address, e.g. :8081 (default: off)")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", `serve /metrics at this address, e.g. :8443 (default "0": off)`)
 	fs.Var(runner.OptionalBool(&f.MetricsSecure), "metrics-secure", "serve /metrics over HTTPS to the callers the API server authorizes (default true; false: plain HTTP to anyone)")

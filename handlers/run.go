@@ -195,6 +195,9 @@ func withFlags(opts RunOptions, f Flags) RunOptions {
 	if f.ShardRing != "" {
 		opts.Sharding.Ring = f.ShardRing
 	}
+	if f.ShardNoStandby {
+		opts.Sharding.NoStandby = true
+	}
 	return withServerFlags(opts, f)
 }
 

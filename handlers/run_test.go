@@ -68,6 +68,7 @@ func TestParseFlags(t *testing.T) {
 		{"metrics as kubebuilder names the flag", []string{"--metrics-bind-address", ":8080"}, Flags{MetricsBindAddress: ":8080"}, false},
 		{"metrics off", []string{"--metrics-bind-address=0"}, Flags{MetricsBindAddress: "0"}, false},
 		{"a shard ring", []string{"--shard-ring=main"}, Flags{ShardRing: "main"}, false},
+		{"a shard ring without standby", []string{"--shard-ring=main", "--shard-no-standby"}, Flags{ShardRing: "main", ShardNoStandby: true}, false},
 		{"metrics over plain HTTP", []string{"--metrics-secure=false"}, Flags{MetricsSecure: ptr.To(false)}, false},
 		{"metrics over HTTPS, said", []string{"--metrics-secure"}, Flags{MetricsSecure: ptr.To(true)}, false},
 		{"metrics-secure is a boolean", []string{"--metrics-secure=maybe"}, Flags{}, true},
@@ -166,6 +167,9 @@ func TestWithFlagsShardRing(t *testing.T) {
 	}
 	if got := withFlags(opts, Flags{}).Sharding.Ring; got != "from-options" {
 		t.Errorf("withFlags() without --shard-ring: ring %q, want the options' own", got)
+	}
+	if got := withFlags(opts, Flags{ShardNoStandby: true}).Sharding; !got.NoStandby || got.Ring != "from-options" {
+		t.Errorf("withFlags() with --shard-no-standby: sharding %+v, want no standby and the options' ring", got)
 	}
 }
 

@@ -146,6 +146,12 @@ type Sharding struct {
 	// waits for handlers that ignore their cancellation
 	// (docs/embedding.md). The standalone runner does so by itself.
 	Lost chan struct{}
+	// NoStandby keeps each member from watching, before anyone dies, the
+	// objects it would adopt if their owner died: a member then holds its
+	// share alone, not about twice as many objects, and a takeover lists
+	// the dead member's objects before it starts them (docs/sharding.md,
+	// "Standing by"). The runner's --shard-no-standby sets it.
+	NoStandby bool
 }
 
 func (o Options) settings() engine.Settings {
@@ -167,7 +173,7 @@ func (o Options) settings() engine.Settings {
 		Tracer:                  tracing.New(o.TracerProvider),
 		Sharding: share.Sharding{Ring: o.Sharding.Ring, Namespace: o.Sharding.Namespace,
 			Durations:       ring.Durations{LeaseDuration: o.Sharding.LeaseDuration, RenewDeadline: o.Sharding.RenewDeadline, RenewPeriod: o.Sharding.RenewPeriod},
-			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost},
+			AssignerWorkers: o.Sharding.AssignerWorkers, Lost: o.Sharding.Lost, NoStandby: o.Sharding.NoStandby},
 	}
 }
 

@@ -85,7 +85,8 @@ type adoptCache struct {
 const drainPace = 20 * time.Millisecond
 
 // run keeps one cache per retired member that this replica adopts from,
-// until ctx ends, and then stops them all and waits for them.
+// and the standby caches, until ctx ends, and then stops them all and
+// waits for them.
 func (a *adoption) run(ctx context.Context) {
 	defer a.stopAll()
 	for {
@@ -99,18 +100,26 @@ func (a *adoption) run(ctx context.Context) {
 		}
 		a.adopting.Store(adopting)
 		a.follow(ctx, want)
+		var again <-chan time.Time
+		if adopting {
+			// The ownership adds no standby cache for a while after a
+			// takeover began: ask again, as a drain looks again.
+			again = time.After(drainIdle)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-again:
 		}
 	}
 }
 
 // follow starts the caches of the selections in want, stops those not in
 // it, and has every object of the caches that kept going that is this
-// replica's now reconciled (the epoch may have given it objects of
-// another adopter that died).
+// replica's now and was not before reconciled (the epoch retired its
+// owner, or gave it objects of another adopter that died). The standby
+// caches start last, after those stopped are gone.
 func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector) {
 	wanted := map[adoptKey]labels.Selector{}
 	for retired, sels := range want {
@@ -129,16 +138,20 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 	}
 	kept := slices.Collect(maps.Values(a.caches))
 	a.mu.Unlock()
-	for _, ac := range stopping {
-		<-ac.done
-	}
 	for _, ac := range kept {
 		a.requestAdopted(ctx, ac)
 	}
 	keys := slices.SortedFunc(maps.Keys(wanted), func(x, y adoptKey) int {
-		return cmp.Or(cmp.Compare(x.retired, y.retired), cmp.Compare(x.selector, y.selector))
+		// A retired member's caches first, the standby ones last.
+		return cmp.Or(-cmp.Compare(x.retired, y.retired), cmp.Compare(x.selector, y.selector))
 	})
-	for _, k := range keys {
+	for i, k := range keys {
+		if k.retired == ownership.Standby && i > 0 && keys[i-1].retired != ownership.Standby {
+			for _, ac := range stopping {
+				<-ac.done
+			}
+			stopping = nil
+		}
 		a.mu.Lock()
 		_, running := a.caches[k]
 		a.mu.Unlock()
@@ -154,6 +167,9 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 		a.mu.Lock()
 		a.caches[k] = ac
 		a.mu.Unlock()
+	}
+	for _, ac := range stopping {
+		<-ac.done
 	}
 }
 
@@ -327,11 +343,10 @@ func (h *enteringLater) Generic(ctx context.Context, e event.GenericEvent, q wor
 }
 
 // requestAdopted asks for a reconcile of every object of the cache that
-// this replica adopts now, and offers the low-level handlers those they
-// were not given yet, as listed: a change of the epoch, not an event,
-// made them adopted (a standby cache's, once their owner retired). Those
-// it worked on already reconcile to nothing new. One that moved lately
-// waits out the margin.
+// this replica adopts now and that its handlers were not given yet, and
+// offers it to the low-level handlers as listed: a change of the epoch,
+// not an event, made it adopted (a standby cache's, once its owner
+// retired). One that moved lately waits out the margin.
 func (a *adoption) requestAdopted(ctx context.Context, ac *adoptCache) {
 	for _, r := range a.kinds {
 		for _, obj := range a.list(ctx, ac.c, r) {
@@ -342,12 +357,15 @@ func (a *adoption) requestAdopted(ctx context.Context, ac *adoptCache) {
 				ac.offered.Delete(uid)
 				continue
 			}
-			if _, given := ac.offered.LoadOrStore(uid, struct{}{}); !given {
-				r.memories.Notice(uid, key, a.e.own.FoundAtStart(true))
-				a.e.own.Entered(obj)
-				if h := ac.lowLevel[r]; h != nil {
-					h.OnAdd(obj, true)
-				}
+			// An object given before was queued by its event, and the
+			// epoch's change does not change what its reconcile does.
+			if _, given := ac.offered.LoadOrStore(uid, struct{}{}); given {
+				continue
+			}
+			r.memories.Notice(uid, key, a.e.own.FoundAtStart(true))
+			a.e.own.Entered(obj)
+			if h := ac.lowLevel[r]; h != nil {
+				h.OnAdd(obj, true)
 			}
 			if _, ok := a.ctrls[r]; !ok {
 				continue
@@ -427,8 +445,11 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 				case <-pace.C:
 				}
 				// The cache's object as it is now, not as it was listed:
-				// the write's version must be the latest seen.
-				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				// the write's version must be the latest seen. (The
+				// listed one is the cache's own, not to be written to.)
+				key := client.ObjectKeyFromObject(obj)
+				obj = r.objects.New()
+				if err := c.Get(ctx, key, obj); err != nil {
 					continue
 				}
 				var body map[string]any
@@ -509,13 +530,16 @@ func shortSelection(sel labels.Selector) string {
 // change, or whose claim conflicted.
 const drainIdle = 5 * time.Second
 
-// list is the kind's objects in the cache (none if it cannot list them).
+// list is the kind's objects in the cache (none if it cannot list them):
+// the cache's own, not copies, since a standby cache holds a share of
+// objects and is listed at every change of the epoch. They are only to
+// be read.
 func (a *adoption) list(ctx context.Context, c cache.Cache, r *kindState) []client.Object {
 	list, err := newList(r, a.e.mgr.GetScheme())
 	if err != nil {
 		return nil
 	}
-	if err := c.List(ctx, list); err != nil {
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []client.Object

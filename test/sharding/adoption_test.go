@@ -71,6 +71,13 @@ func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	t.Logf("the crashed replica's %d objects run on their adopters %s after the crash (lease duration %s)",
 		len(adopted), time.Since(crashed).Round(100*time.Millisecond), leaseDuration)
 	r.checkAdoptionSelections(dead, adopted)
+	// The survivors stood by for the buckets they adopted: their lists of
+	// the dead member's objects returned none.
+	for _, name := range []string{"b", "c"} {
+		if n := r.replicas[name].cut.listedItems("=" + dead); n != 0 {
+			t.Errorf("%s listed %d objects of the dead member, want none (its standby cache held them)", name, n)
+		}
+	}
 	now, _, _ := r.owners()
 	for _, name := range adopted {
 		if now[name] != dead {
@@ -116,6 +123,44 @@ func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	}
 	if o := r.det.overlapping(); len(o) > 0 {
 		t.Errorf("%d overlapping executions, e.g. %s", len(o), o[0])
+	}
+}
+
+// Without standby, a member lists the objects it adopts after the death:
+// the lists of the survivors return every object of the dead member
+// (the check above that standby lists none can fail), and the objects
+// run on their adopters all the same.
+func TestWithoutStandbyAdoptersListTheDeadMembersObjects(t *testing.T) {
+	kopftest.NoLeaks(t)
+	r := newRing(t)
+	r.noStandby = true
+	for _, name := range []string{"a", "b"} {
+		r.start(name)
+	}
+	names := r.createObjects(20)
+	r.waitSettled(names, time.Minute)
+	owned, _, _ := r.owners()
+	var adopted []string
+	for _, name := range names {
+		if owned[name] == r.member("a") {
+			adopted = append(adopted, name)
+		}
+	}
+	if len(adopted) == 0 {
+		t.Fatal("the replica to crash owns nothing; the test shows nothing")
+	}
+	r.crash("a")
+	dead := r.member("a")
+	kopftest.Eventually(t, "every object of the crashed replica has its daemon on b", time.Minute, func() bool {
+		for _, name := range adopted {
+			if hosts := r.det.daemonHosts(name); len(hosts) != 1 || hosts[0] != "b" {
+				return false
+			}
+		}
+		return true
+	})
+	if n := r.replicas["b"].cut.listedItems("=" + dead); n < len(adopted) {
+		t.Errorf("b listed %d objects of the dead member, want its %d", n, len(adopted))
 	}
 }
 

@@ -1,8 +1,10 @@
 package sharding
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +66,8 @@ type testRing struct {
 	// config, if set, is the replicas' user instead of the control
 	// plane's administrator.
 	config *rest.Config
+	// noStandby starts the replicas with Sharding.NoStandby.
+	noStandby bool
 }
 
 // replica is one operator of the ring.
@@ -113,7 +117,7 @@ func (r *testRing) start(name string) *replica {
 	op := env.StartOperator(r.t, r.ns, reg, handlers.Options{
 		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second, Namespaces: r.namespaces,
 		Sharding: handlers.Sharding{Ring: r.ringName(), Namespace: r.leases(), LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
-			Lost: lost},
+			Lost: lost, NoStandby: r.noStandby},
 	}, kopftest.WithConfig(cfg))
 	rep := &replica{name: name, op: op, cut: cut, lost: lost}
 	r.replicas[name] = rep
@@ -378,6 +382,52 @@ type cutter struct {
 	// counts them.
 	noWrites bool
 	refused  int
+	// listed counts the KopfExamples that the replica's lists returned,
+	// and the initial events of its watch-lists, by their label selector.
+	listed map[string]int
+}
+
+// addListed counts items listed with the label selector.
+func (c *cutter) addListed(selector string, items int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listed == nil {
+		c.listed = map[string]int{}
+	}
+	c.listed[selector] += items
+}
+
+// listedItems is how many KopfExamples the replica's lists returned whose
+// label selector has the part.
+func (c *cutter) listedItems(part string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for sel, items := range c.listed {
+		if strings.Contains(sel, part) {
+			n += items
+		}
+	}
+	return n
+}
+
+// countListed counts the items of a list's response, whose body it reads
+// and gives back whole.
+func (c *cutter) countListed(req *http.Request, resp *http.Response) error {
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(data, &list) != nil {
+		return nil // not a list: an error's status
+	}
+	c.addListed(req.URL.Query().Get("labelSelector"), len(list.Items))
+	return nil
 }
 
 // refuseWrites refuses, or lets through again, the replica's writes to
@@ -445,7 +495,16 @@ func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if err != nil || resp.Body == nil {
 			return resp, err
 		}
-		body := &cutBody{ReadCloser: resp.Body, c: c, watch: read && req.URL.Query().Get("watch") == "true"}
+		watch := read && req.URL.Query().Get("watch") == "true"
+		if read && !watch {
+			if err := c.countListed(req, resp); err != nil {
+				return nil, err
+			}
+		}
+		body := &cutBody{ReadCloser: resp.Body, c: c, watch: watch}
+		if watch && req.URL.Query().Get("sendInitialEvents") == "true" {
+			body.initial = &initialEvents{c: c, selector: req.URL.Query().Get("labelSelector")}
+		}
 		c.mu.Lock()
 		if c.bodies == nil {
 			c.bodies = map[*cutBody]struct{}{}
@@ -479,13 +538,48 @@ type cutBody struct {
 	c *cutter
 	// watch: the body is a watch stream of KopfExamples.
 	watch bool
+	// initial, if set, counts the initial events of a watch-list.
+	initial *initialEvents
 }
 
 func (b *cutBody) Read(p []byte) (int, error) {
 	if b.c.isCut() {
 		return 0, errCut
 	}
-	return b.ReadCloser.Read(p)
+	n, err := b.ReadCloser.Read(p)
+	if b.initial != nil {
+		b.initial.scan(p[:n])
+	}
+	return n, err
+}
+
+// initialEvents counts the ADDED events of a watch-list's stream (one
+// JSON event a line) until the bookmark that ends its initial events:
+// what a list would have returned.
+type initialEvents struct {
+	c        *cutter
+	selector string
+	line     []byte
+	done     bool
+}
+
+func (e *initialEvents) scan(data []byte) {
+	for !e.done && len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			e.line = append(e.line, data...)
+			return
+		}
+		e.line = append(e.line, data[:i]...)
+		data = data[i+1:]
+		switch {
+		case bytes.Contains(e.line, []byte(`"type":"BOOKMARK"`)) && bytes.Contains(e.line, []byte("initial-events-end")):
+			e.done = true
+		case bytes.Contains(e.line, []byte(`"type":"ADDED"`)):
+			e.c.addListed(e.selector, 1)
+		}
+		e.line = e.line[:0]
+	}
 }
 
 func (b *cutBody) Close() error {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -28,7 +29,17 @@ type adopting struct {
 	covered map[string]map[string]bool   // by retired member: bucket → selected
 	sels    map[string][]labels.Selector // by retired member, in the order made
 	standby []*standing                  // in the order made
+	// pausedUntil: no standby cache is added before it, since a takeover
+	// began (standbyPause).
+	pausedUntil time.Time
 }
+
+// standbyPause is how long after this member began adopting from a
+// retired member it adds no standby cache: listing the buckets that the
+// death gave it to stand by for would take the CPU and the API server
+// from starting the objects it adopted, at the moment it matters most.
+// A second death within it lists what no running standby cache holds.
+func (r *Ownership) standbyPause() time.Duration { return 2 * r.assigner.Durations.LeaseDuration }
 
 // standing is one standby cache's selection: its buckets' objects,
 // whoever owns them (docs/sharding.md, "Standing by").
@@ -81,6 +92,7 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 		covered := a.covered[retired]
 		switch {
 		case covered == nil:
+			a.pausedUntil = r.clock.Now().Add(r.standbyPause())
 			a.covered[retired] = mine
 			a.serve(retired, mine)
 			left := slices.Clone(elsewhere)
@@ -118,7 +130,11 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 			delete(a.sels, retired)
 		}
 	}
-	a.standBy(r, e.Standby(me), out)
+	var standby []string
+	if !r.noStandby {
+		standby = e.Standby(me)
+	}
+	a.standBy(r, standby, out, r.clock.Now().Before(a.pausedUntil))
 	if len(a.standby) > 0 {
 		for _, s := range a.standby {
 			out[ownership.Standby] = append(out[ownership.Standby], s.sel)
@@ -142,11 +158,11 @@ func (a *adopting) serve(retired string, buckets map[string]bool) {
 
 // standBy keeps the standby caches that serve a retired member of adopting
 // or whose buckets are still at least half ones to stand by for, and adds
-// one for the buckets to stand by for that none of them holds: a member
-// that joins or dies changes about 1/N of a member's standby buckets, so
-// most of a standby cache stays of use, and one that does not is replaced
-// by a smaller listing rather than kept whole.
-func (a *adopting) standBy(r *Ownership, buckets []string, adopting map[string][]labels.Selector) {
+// one for the buckets to stand by for that none of them holds, unless
+// paused: a member that joins or dies changes about 1/N of a member's
+// standby buckets, so most of a standby cache stays of use, and one that
+// does not is replaced by a smaller listing rather than kept whole.
+func (a *adopting) standBy(r *Ownership, buckets []string, adopting map[string][]labels.Selector, paused bool) {
 	want := map[string]bool{}
 	for _, b := range buckets {
 		want[b] = true
@@ -177,7 +193,7 @@ func (a *adopting) standBy(r *Ownership, buckets []string, adopting map[string][
 			missing = append(missing, b)
 		}
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && !paused {
 		sel := r.inBuckets(labels.Everything(), missing)
 		kept = append(kept, &standing{buckets: setOf(missing), sel: sel, serves: map[string]bool{}})
 	}

@@ -3,6 +3,7 @@ package share
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -14,82 +15,116 @@ import (
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
-// An adopter watches its own buckets of a retired member's objects, and
-// stands by for the buckets it would adopt if their owner died; when
-// another adopter dies, the buckets it is given are held by its standby
-// cache already: nothing is listed again, and the dead adopter's own
-// objects are selected but for those buckets.
-func TestRingShareAdoptingGrowsByBuckets(t *testing.T) {
-	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+// A member stands by for the buckets it comes second to; when their
+// owner dies, the standby cache holds its objects there, and the retired
+// member's own selection leaves them out. For a while after a takeover
+// began, no standby cache is added; then one is, for the buckets the
+// member comes second to now, and when another adopter dies, the buckets
+// it gives this member are held already: nothing is listed again.
+func TestRingShareAdoptsFromTheStandbyCaches(t *testing.T) {
+	fc := clocktesting.NewFakeClock(shareT0)
+	r := joinedShare(t, fc)
 	me := r.member.Name()
+	four := []string{me, "m-b", "m-c", "m-r"}
 	three := []string{me, "m-b", "m-c"}
-	r.epoch.set(sharding.Epoch{Serial: 2, Members: three, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1}, Retired: map[string]int64{"m-r": 2}})
-	first, _ := r.Adopting()
-	if len(first["m-r"]) != 1 || len(first[ownership.Standby]) != 1 {
-		t.Fatalf("Adopting() = %v, want one selection of m-r's objects and one to stand by", first)
-	}
-	bucketOf := func(adopter string, among []string) string {
-		for _, b := range sharding.AllBuckets() {
-			if sharding.Owner(b, among) == adopter && (adopter == me || sharding.Owner(b, []string{me, "m-b"}) == me) {
-				return b
-			}
+	two := []string{me, "m-b"}
+	joined := map[string]int64{me: 1, "m-b": 1, "m-c": 1, "m-r": 1}
+	in := func(sel labels.Selector, owner, bucket string) bool {
+		set := labels.Set{mainKeys.Owner: owner}
+		if bucket != "" {
+			set[mainKeys.Bucket] = bucket
 		}
-		t.Fatalf("no bucket of %s", adopter)
-		return ""
+		return sel.Matches(set)
 	}
-	mine, cs := bucketOf(me, three), bucketOf("m-c", three) // cs: a bucket of m-c's that goes to this member once m-c dies
-	obj := func(owner, bucket string) labels.Set {
-		return labels.Set{mainKeys.Owner: owner, mainKeys.Bucket: bucket}
-	}
-	if !first["m-r"][0].Matches(obj("m-r", mine)) || first["m-r"][0].Matches(obj("m-r", cs)) {
-		t.Errorf("the first selection %s does not select this member's buckets alone", first["m-r"][0])
+	r.epoch.set(sharding.Epoch{Serial: 1, Members: four, Joined: joined})
+	first, _ := r.Adopting()
+	if len(first) != 1 || len(first[ownership.Standby]) != 1 {
+		t.Fatalf("Adopting() before any death = %v, want one standby selection alone", first)
 	}
 	standby := first[ownership.Standby][0]
-	if !standby.Matches(obj("m-c", cs)) || !standby.Matches(obj("m-r", cs)) || standby.Matches(obj(me, mine)) {
-		t.Errorf("the standby selection %s does not select m-c's bucket that this member would adopt alone", standby)
+	for _, b := range sharding.AllBuckets() {
+		if want := sharding.Second(b, four) == me; in(standby, "m-x", b) != want {
+			t.Fatalf("the standby selection %s: bucket %s selected %v, want %v", standby, b, !want, want)
+		}
 	}
 
-	// m-c dies: its buckets go to this member and to m-b.
-	r.epoch.set(sharding.Epoch{Serial: 3, Members: []string{me, "m-b"}, Joined: map[string]int64{me: 1, "m-b": 1},
-		Retired: map[string]int64{"m-r": 2, "m-c": 3}})
+	// m-r dies.
+	r.epoch.set(sharding.Epoch{Serial: 2, Members: three, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1}, Retired: map[string]int64{"m-r": 2}})
 	second, _ := r.Adopting()
-	if sels := second["m-r"]; len(sels) != 1 || sels[0].String() != first["m-r"][0].String() {
-		t.Errorf("after an adopter's death, m-r's selections = %v, want the first kept alone (the standby cache holds the gained buckets)", sels)
+	sels := second["m-r"]
+	if len(sels) != 1 || len(second[ownership.Standby]) != 1 || second[ownership.Standby][0].String() != standby.String() {
+		t.Fatalf("after a death, Adopting() = %v, want one selection of m-r's and the standby one kept alone", second)
 	}
-	if sels := second[ownership.Standby]; len(sels) == 0 || sels[0].String() != standby.String() {
-		t.Errorf("after a death, the standby selections = %v, want the one the adoption counts on kept first", sels)
+	for _, b := range sharding.AllBuckets() {
+		adopter := sharding.Owner(b, three)
+		held := sharding.Second(b, four) == me
+		if want := adopter == me && !held; in(sels[0], "m-r", b) != want {
+			t.Errorf("m-r's selection %s: bucket %s (adopter %s, held by the standby cache %v) selected %v, want %v", sels[0], b, adopter, held, !want, want)
+		}
 	}
-	cSels := second["m-c"]
-	if len(cSels) != 1 || !cSels[0].Matches(labels.Set{mainKeys.Owner: "m-c"}) || cSels[0].Matches(obj("m-c", cs)) {
-		t.Errorf("the dead adopter's own objects: selections %v, want those without a bucket label and none the standby cache holds", cSels)
+	if !in(sels[0], "m-r", "") {
+		t.Errorf("m-r's selection %s leaves out its objects without a bucket label", sels[0])
+	}
+
+	// The pause ends: the buckets this member comes second to among the
+	// three get a standby cache, beside the one the adoption counts on.
+	fc.Step(r.standbyPause() + time.Second)
+	third, _ := r.Adopting()
+	stand := third[ownership.Standby]
+	if len(stand) != 2 || stand[0].String() != standby.String() {
+		t.Fatalf("after the pause, the standby selections = %v, want the first kept and one more", stand)
+	}
+	for _, b := range sharding.AllBuckets() {
+		if sharding.Second(b, three) == me && !in(stand[0], "m-x", b) && !in(stand[1], "m-x", b) {
+			t.Errorf("bucket %s, which this member comes second to now, is in no standby selection", b)
+		}
+	}
+
+	// m-c, an adopter, dies: the buckets it gives this member are held.
+	r.epoch.set(sharding.Epoch{Serial: 3, Members: two, Joined: map[string]int64{me: 1, "m-b": 1}, Retired: map[string]int64{"m-r": 2, "m-c": 3}})
+	fourth, _ := r.Adopting()
+	if sels := fourth["m-r"]; len(sels) != 1 || sels[0].String() != third["m-r"][0].String() {
+		t.Errorf("after an adopter's death, m-r's selections = %v, want the first kept alone", sels)
+	}
+	cSels := fourth["m-c"]
+	if len(cSels) != 1 || !in(cSels[0], "m-c", "") {
+		t.Fatalf("the dead adopter's own objects: selections %v, want one, with those without a bucket label", cSels)
+	}
+	for _, b := range sharding.AllBuckets() {
+		if sharding.Owner(b, three) == "m-c" && sharding.Owner(b, two) == me && in(cSels[0], "m-c", b) {
+			t.Errorf("m-c's selection %s lists bucket %s, which the standby cache holds", cSels[0], b)
+		}
 	}
 	again, _ := r.Adopting()
-	if diff := cmp.Diff(fmt.Sprint(second), fmt.Sprint(again)); diff != "" {
+	if diff := cmp.Diff(fmt.Sprint(fourth), fmt.Sprint(again)); diff != "" {
 		t.Errorf("an unchanged epoch changed the selections -first +second:\n%s", diff)
 	}
 
 	// m-r's objects are all claimed: it is dropped, and so are its
 	// selections; were it retired again, they would start anew.
-	r.epoch.set(sharding.Epoch{Serial: 4, Members: []string{me, "m-b"}, Joined: map[string]int64{me: 1, "m-b": 1}, Retired: map[string]int64{"m-c": 3}})
+	r.epoch.set(sharding.Epoch{Serial: 4, Members: two, Joined: map[string]int64{me: 1, "m-b": 1}, Retired: map[string]int64{"m-c": 3}})
 	if got, _ := r.Adopting(); got["m-r"] != nil || got["m-c"] == nil {
 		t.Errorf("after m-r was dropped, Adopting() = %v", got)
 	}
 }
 
-// A bucket that an adopter is given, and that no standby cache holds
-// (the adopters are not the members: one joined after the retirement),
-// gets a selection of its own beside the first, which stays as it was.
+// A second death within the pause after a takeover: the buckets it gives
+// this member, which no running standby cache holds, get a selection of
+// their own beside the retired member's first, which stays as it was.
 func TestRingShareAdoptingListsWhatNoStandbyHolds(t *testing.T) {
 	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
 	me := r.member.Name()
-	four := []string{me, "m-b", "m-c", "m-j"}
-	r.epoch.set(sharding.Epoch{Serial: 3, Members: four, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1, "m-j": 3},
-		Retired: map[string]int64{"m-r": 2}})
+	four := []string{me, "m-b", "m-c", "m-r"}
+	three := []string{me, "m-b", "m-c"}
+	r.epoch.set(sharding.Epoch{Serial: 1, Members: four, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1, "m-r": 1}})
+	r.Adopting()
+	r.epoch.set(sharding.Epoch{Serial: 2, Members: three, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1}, Retired: map[string]int64{"m-r": 2}})
 	first, _ := r.Adopting()
-	held := first[ownership.Standby]
 	unheld := ""
 	for _, b := range sharding.AllBuckets() {
-		if sharding.Owner(b, []string{me, "m-b", "m-c"}) == "m-c" && sharding.Owner(b, []string{me, "m-b"}) == me && !held[0].Matches(labels.Set{mainKeys.Bucket: b}) {
+		// m-r's bucket, adopted by m-c, which this member did not stand by for.
+		if sharding.Owner(b, four) == "m-r" && sharding.Owner(b, three) == "m-c" && sharding.Owner(b, []string{me, "m-b"}) == me &&
+			sharding.Second(b, four) != me {
 			unheld = b
 			break
 		}
@@ -97,8 +132,8 @@ func TestRingShareAdoptingListsWhatNoStandbyHolds(t *testing.T) {
 	if unheld == "" {
 		t.Fatal("no bucket of m-r's that m-c's death gives this member is left out of its standby selection")
 	}
-	r.epoch.set(sharding.Epoch{Serial: 4, Members: []string{me, "m-b", "m-j"}, Joined: map[string]int64{me: 1, "m-b": 1, "m-j": 3},
-		Retired: map[string]int64{"m-r": 2, "m-c": 4}})
+	r.epoch.set(sharding.Epoch{Serial: 3, Members: []string{me, "m-b"}, Joined: map[string]int64{me: 1, "m-b": 1},
+		Retired: map[string]int64{"m-r": 2, "m-c": 3}})
 	second, _ := r.Adopting()
 	sels := second["m-r"]
 	if len(sels) != 2 || sels[0].String() != first["m-r"][0].String() {
@@ -133,6 +168,11 @@ func TestRingShareStandbyFollowsTheMembers(t *testing.T) {
 			t.Errorf("bucket %s: selected %v, want %v", b, !want, want)
 		}
 	}
+	r.noStandby = true
+	if got, _ := r.Adopting(); len(got) != 0 {
+		t.Errorf("a member without standby stands by: %v", got)
+	}
+	r.noStandby = false
 	alone := sharding.Epoch{Serial: 3, Members: []string{me}, Joined: map[string]int64{me: 1}}
 	r.epoch.set(alone)
 	if got, _ := r.Adopting(); len(got) != 0 {

@@ -28,6 +28,10 @@ type Sharding struct {
 	// Placer, if set, is given the member's ownership, to place objects
 	// at their creation (admission.go).
 	Placer *Placer
+	// NoStandby keeps the member from watching, before anyone dies, the
+	// buckets it would adopt (adopting.go): it holds its share alone, and
+	// a takeover lists the dead member's objects first.
+	NoStandby bool
 }
 
 // everyReplica runs a runnable on every replica, whether it leads or not:

@@ -47,6 +47,8 @@ type Ownership struct {
 	epoch epoch
 	// adopting is what this member's adoption caches select.
 	adopting adopting
+	// noStandby: see Sharding.NoStandby.
+	noStandby bool
 }
 
 var _ ownership.Ownership = (*Ownership)(nil)
@@ -68,7 +70,7 @@ func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, lo
 	if err != nil {
 		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
 	}
-	own := &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log,
+	own := &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log, noStandby: sh.NoStandby,
 		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
 			Durations: sh.Durations,
 			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
