@@ -185,7 +185,8 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = c.Start(cctx) })
 	for _, r := range a.kinds {
-		entering := &enteringLater{noticingHandler: noticingHandler{memories: r.memories, own: a.e.own}, delay: a.margin(), offered: &ac.offered}
+		entering := &enteringLater{noticingHandler: noticingHandler{memories: r.memories, own: a.e.own}, delay: a.margin(),
+			offered: &ac.offered, claimSeen: r.forgetClaim}
 		ac.entering[r] = entering
 		ctrl, ok := a.ctrls[r]
 		if !ok {
@@ -259,6 +260,10 @@ type enteringLater struct {
 	// until its delay is over: its work meanwhile waits as long.
 	entered sync.Map // types.UID → time.Time
 	offered *sync.Map
+	// claimSeen forgets the claim of an object that this cache shows no
+	// longer adopted: a standby cache keeps a claimed object (its bucket
+	// stays), so no DELETED event of its ever consumes the claim.
+	claimSeen func(types.UID)
 }
 
 // enter notes that the object entered or moved now.
@@ -321,6 +326,9 @@ func (h *enteringLater) Update(ctx context.Context, e event.UpdateEvent, q workq
 		h.enter(e.ObjectNew)
 	}
 	if !h.adopts(e.ObjectNew) {
+		if h.claimSeen != nil {
+			h.claimSeen(e.ObjectNew.GetUID())
+		}
 		return
 	}
 	if wait := h.wait(e.ObjectNew.GetUID()); wait > 0 {

@@ -81,8 +81,9 @@ func TestAnObjectEnteringAnAdoptionCacheLateWaitsOutTheMargin(t *testing.T) {
 // adopted did not enter, and an update that moves an object to the
 // retired member's name is an entry, as a late creation is.
 func TestAStandbyCacheNotesMovesAndQueuesOnlyWhatItAdopts(t *testing.T) {
+	var forgotten []types.UID
 	h := &enteringLater{noticingHandler: noticingHandler{memories: memory.NewStore(nil, nil, nil, nil), own: adoptsRetired{}},
-		delay: 200 * time.Millisecond, offered: &sync.Map{}}
+		delay: 200 * time.Millisecond, offered: &sync.Map{}, claimSeen: func(uid types.UID) { forgotten = append(forgotten, uid) }}
 	obj := func(name, owner string, more ...string) *corev1.ConfigMap {
 		labels := map[string]string{"owner": owner}
 		for _, k := range more {
@@ -107,6 +108,11 @@ func TestAStandbyCacheNotesMovesAndQueuesOnlyWhatItAdopts(t *testing.T) {
 	}
 	if _, ok := h.offered.Load(types.UID("uid-moved")); ok {
 		t.Error("an object of a live member is taken for offered")
+	}
+	forgotten = nil
+	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("claimed", "retired"), ObjectNew: obj("claimed", "me")}, q)
+	if len(forgotten) != 1 || forgotten[0] != "uid-claimed" {
+		t.Errorf("an object the cache shows claimed: claims forgotten %v, want its own", forgotten)
 	}
 
 	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("adopted", "retired"), ObjectNew: obj("adopted", "retired", "edited")}, q)
