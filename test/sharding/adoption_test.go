@@ -39,16 +39,7 @@ func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	// A create handler still under way at the crash, whose outcome the
 	// survivors cannot write, would run again (at least once).
 	r.waitCreates(names)
-	owned, _, _ := r.owners()
-	var adopted []string
-	for _, name := range names {
-		if owned[name] == r.member("a") {
-			adopted = append(adopted, name)
-		}
-	}
-	if len(adopted) == 0 {
-		t.Fatal("the replica to crash owns nothing; the test shows nothing")
-	}
+	adopted := r.ownedBy("a", names)
 
 	r.replicas["b"].cut.refuseWrites(true)
 	r.replicas["c"].cut.refuseWrites(true)
@@ -139,16 +130,7 @@ func TestWithoutStandbyAdoptersListTheDeadMembersObjects(t *testing.T) {
 	}
 	names := r.createObjects(20)
 	r.waitSettled(names, time.Minute)
-	owned, _, _ := r.owners()
-	var adopted []string
-	for _, name := range names {
-		if owned[name] == r.member("a") {
-			adopted = append(adopted, name)
-		}
-	}
-	if len(adopted) == 0 {
-		t.Fatal("the replica to crash owns nothing; the test shows nothing")
-	}
+	adopted := r.ownedBy("a", names)
 	r.crash("a")
 	dead := r.member("a")
 	kopftest.Eventually(t, "every object of the crashed replica has its daemon on b", time.Minute, func() bool {
@@ -162,6 +144,23 @@ func TestWithoutStandbyAdoptersListTheDeadMembersObjects(t *testing.T) {
 	if n := r.replicas["b"].cut.listedItems("=" + dead); n < len(adopted) {
 		t.Errorf("b listed %d objects of the dead member, want its %d", n, len(adopted))
 	}
+}
+
+// ownedBy are the objects of names that the replica owns; the test ends
+// if it owns none, since crashing it would show nothing.
+func (r *testRing) ownedBy(replica string, names []string) []string {
+	r.t.Helper()
+	owned, _, _ := r.owners()
+	var out []string
+	for _, name := range names {
+		if owned[name] == r.member(replica) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		r.t.Fatalf("the replica %s to crash owns nothing; the test shows nothing", replica)
+	}
+	return out
 }
 
 // checkAdoptionSelections lists, from the API server, what each adopter
