@@ -450,7 +450,7 @@ func (t *term) later(k key, s seen, d time.Duration) {
 func dropForeign(labels, annotations map[string]any, foreign []foreignRing) {
 	for _, f := range foreign {
 		k := f.keys()
-		labels[k.Owner] = nil
+		labels[k.Owner], labels[k.Bucket] = nil, nil
 		annotations[k.Granted], annotations[k.Next] = nil, nil
 	}
 }

@@ -68,8 +68,9 @@ func TestForeignHolder(t *testing.T) {
 	}
 }
 
-// A placement removes other rings' keys, so that the object belongs to
-// this ring alone.
+// A placement removes other rings' keys (their bucket labels too, which
+// would keep the object in their standby caches), so that the object
+// belongs to this ring alone.
 func TestPatchBodyDropsOtherRings(t *testing.T) {
 	s := seen{uid: "u-1", resourceVersion: "42", foreign: []foreignRing{{namespace: "ops", ring: "old", owner: "m0", granted: "m0"}}}
 	got, err := patchBody(KeysOf("ops", "main"), s, sharding.Move{Owner: "m1"})
@@ -78,7 +79,7 @@ func TestPatchBodyDropsOtherRings(t *testing.T) {
 	}
 	want := `{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":null,` +
 		`"ops.shard.kopf.dev/old-granted":null,"ops.shard.kopf.dev/old-next":null},` +
-		`"labels":{"ops.shard.kopf.dev/main":"m1","ops.shard.kopf.dev/old":null},"resourceVersion":"42","uid":"u-1"}}`
+		`"labels":{"ops.shard.kopf.dev/main":"m1","ops.shard.kopf.dev/old":null,"ops.shard.kopf.dev/old-bucket":null},"resourceVersion":"42","uid":"u-1"}}`
 	if diff := cmp.Diff(canonical(t, want), canonical(t, string(got))); diff != "" {
 		t.Errorf("patchBody() -want +got:\n%s", diff)
 	}
