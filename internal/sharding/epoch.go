@@ -88,6 +88,27 @@ func (e Epoch) Standby(member string) []string {
 	return out
 }
 
+// Orphaned reports whether the retired member's adopters all joined at
+// its retirement: none of them was a member before, so the ring had no
+// live member for a while (a restart of every replica, or of an old
+// ring's replica during a rollout that renamed the ring), long enough
+// for another ring to judge this one gone and take its objects. Their
+// adopters claim such objects before working on them when another ring
+// is about (docs/sharding.md, "Renaming a ring, or moving its Leases").
+func (e Epoch) Orphaned(retired string) bool {
+	at, ok := e.Retired[retired]
+	if !ok {
+		return false
+	}
+	adopters := e.Adopters(retired)
+	for _, m := range adopters {
+		if e.Joined[m] < at {
+			return false
+		}
+	}
+	return len(adopters) > 0
+}
+
 // IsRetired reports whether the member's objects are adopted.
 func (e Epoch) IsRetired(member string) bool {
 	_, ok := e.Retired[member]

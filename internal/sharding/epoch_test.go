@@ -205,3 +205,29 @@ func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 		t.Errorf("a non-member stands by for %d buckets", len(got))
 	}
 }
+
+// A retirement is orphaned when no adopter was a member before it: the
+// ring had nobody live. A death among established members, and a second
+// retirement among them of a member whose adopters died, are not.
+func TestEpochOrphanedRetirements(t *testing.T) {
+	e1, _ := Epoch{}.Next([]string{"a", "b"}, nil)
+	died, _ := e1.Next([]string{"a"}, nil)
+	if died.Orphaned("b") {
+		t.Error("a death among established members is orphaned")
+	}
+	empty, _ := e1.Next([]string{"c"}, nil) // a and b gone, c new
+	for _, m := range []string{"a", "b"} {
+		if !empty.IsRetired(m) || !empty.Orphaned(m) {
+			t.Errorf("%s, retired when only a new member was live: retired %v, orphaned %v, want both", m, empty.IsRetired(m), empty.Orphaned(m))
+		}
+	}
+	e3, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil)
+	e4, _ := e3.Next([]string{"a", "b"}, nil) // c retired among a, b
+	e5, _ := e4.Next([]string{"a"}, nil)      // b dies; c's objects stay with a, if they were b's
+	if e5.Orphaned("c") || e5.Orphaned("b") {
+		t.Error("a retirement among an established member is orphaned")
+	}
+	if e5.Orphaned("a") {
+		t.Error("a live member is orphaned")
+	}
+}

@@ -2,15 +2,18 @@ package share
 
 import (
 	"cmp"
+	"context"
 	"maps"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/ring"
@@ -32,7 +35,65 @@ type adopting struct {
 	// pausedUntil: no standby cache is added before it, since a takeover
 	// began (standbyPause).
 	pausedUntil time.Time
+	// claimFirst tells, for each orphaned retirement, whether its objects
+	// are claimed before any work (Ownership.claimFirst).
+	claimFirst map[string]bool
 }
+
+// claimFirst reports whether this member claims the retired member's
+// adopted objects before any work on them, rather than after: when the
+// retirement is orphaned (the ring had no live member) and another ring
+// has member Leases in this ring's namespace. Another ring judges this
+// one gone once none of its members is live, and places its objects (one
+// guarded write each); an adopter that worked before writing could work
+// on an object that the other ring's member works on too. A claim is a
+// guarded write as well, so exactly one of the two lands. Decided once
+// per retirement, by one listing of Leases; an error counts as another
+// ring about.
+func (r *Ownership) claimFirst(e sharding.Epoch, retired string) bool {
+	if !e.Orphaned(retired) {
+		return false
+	}
+	a := &r.adopting
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if decided, ok := a.claimFirst[retired]; ok {
+		return decided
+	}
+	if a.claimFirst == nil {
+		a.claimFirst = map[string]bool{}
+	}
+	another := r.anotherRingAbout()
+	a.claimFirst[retired] = another
+	if another {
+		r.log.Info("The objects of a member retired while this ring had no live member are claimed before any work on them: another ring's members have Leases beside this ring's.",
+			"retired", retired)
+	}
+	return another
+}
+
+// anotherRingAbout reports whether another ring's member Leases are in
+// this ring's namespace (or whether that cannot be told).
+func (r *Ownership) anotherRingAbout() bool {
+	if r.leases == nil {
+		return true
+	}
+	sel, err := labels.Parse(ring.RingLabel + "," + ring.RingLabel + "!=" + r.name)
+	if err != nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseListTimeout)
+	defer cancel()
+	var list coordinationv1.LeaseList
+	if err := r.leases.List(ctx, &list, client.InNamespace(r.assigner.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.Limit(1)); err != nil {
+		r.log.Error(err, "Cannot tell whether another ring is about; the objects of a member retired while this ring had no live member are claimed before any work on them.")
+		return true
+	}
+	return len(list.Items) > 0
+}
+
+// leaseListTimeout bounds the listing of another ring's Leases.
+const leaseListTimeout = 10 * time.Second
 
 // standbyPause is how long after this member began adopting from a
 // retired member it adds no standby cache: listing the buckets that the
@@ -128,6 +189,11 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 		if _, ok := out[retired]; !ok {
 			delete(a.covered, retired)
 			delete(a.sels, retired)
+		}
+	}
+	for retired := range maps.Keys(a.claimFirst) {
+		if !e.IsRetired(retired) {
+			delete(a.claimFirst, retired)
 		}
 	}
 	var standby []string

@@ -49,6 +49,9 @@ type Ownership struct {
 	adopting adopting
 	// noStandby: see Sharding.NoStandby.
 	noStandby bool
+	// leases reads the Leases of the ring's namespace: another ring's tell
+	// whether an orphaned retirement's objects are claimed first.
+	leases client.Reader
 }
 
 var _ ownership.Ownership = (*Ownership)(nil)
@@ -70,7 +73,7 @@ func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, lo
 	if err != nil {
 		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
 	}
-	own := &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log, noStandby: sh.NoStandby,
+	own := &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log, noStandby: sh.NoStandby, leases: c,
 		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
 			Durations: sh.Durations,
 			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
@@ -161,6 +164,10 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 		return ownership.Claim{Kind: ownership.StandBy, PutBack: true, Why: fmt.Sprintf("its owner label names the retired member %q, but it is granted to %q; "+
 			"the owner label was changed by someone else than the ring, and is put back", p.Owner, p.Granted)}
 	}
+	if p.Owner != me && r.claimFirst(e, p.Owner) {
+		return ownership.Claim{Kind: ownership.StandBy, PutBack: true, Why: fmt.Sprintf("it is adopted from %q, retired when this ring had no live member, "+
+			"and another ring is about, which may be taking this ring's objects: it is claimed before any work, so that the two cannot both work on it", p.Owner)}
+	}
 	if next, ok := sharding.Stray(key, me, e.Members); ok && obj.GetDeletionTimestamp() == nil {
 		// An adopted object that hashes to a member that joined after
 		// the retirement: its adopter works on it, claims it, and only
@@ -208,13 +215,18 @@ func (r *Ownership) ClaimAdopted() func(obj metav1.Object) map[string]any {
 		if !r.adopted(obj) || obj.GetDeletionTimestamp() != nil {
 			return nil
 		}
-		me := r.member.Name()
-		return map[string]any{"metadata": map[string]any{
-			"resourceVersion": obj.GetResourceVersion(),
-			"labels":          map[string]any{r.keys.Owner: me, r.keys.Bucket: ring.BucketLabel(obj.GetNamespace(), obj.GetName())},
-			"annotations":     map[string]any{r.keys.Granted: me, r.keys.Next: nil},
-		}}
+		return r.claimBody(obj)
 	}
+}
+
+// claimBody moves the object's owner label and grant to this member.
+func (r *Ownership) claimBody(obj metav1.Object) map[string]any {
+	me := r.member.Name()
+	return map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"labels":          map[string]any{r.keys.Owner: me, r.keys.Bucket: ring.BucketLabel(obj.GetNamespace(), obj.GetName())},
+		"annotations":     map[string]any{r.keys.Granted: me, r.keys.Next: nil},
+	}}
 }
 
 // LetGo moves the owner label and the grant to the next member (sets the
@@ -241,6 +253,10 @@ func (r *Ownership) LetGo(obj client.Object, next string) (map[string]any, func(
 // if its grant names nobody live. The label alone grants nothing, so this
 // member may write it; the write is guarded by the resourceVersion.
 func (r *Ownership) PutBack(obj client.Object) map[string]any {
+	if r.adopted(obj) {
+		// Stood by to be claimed first (claimFirst): the write is the claim.
+		return r.claimBody(obj)
+	}
 	var owner any // nil removes the label
 	if g := obj.GetAnnotations()[r.keys.Granted]; g != "" {
 		owner = g

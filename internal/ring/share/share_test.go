@@ -57,7 +57,7 @@ func joinedShare(t *testing.T, fc *clocktesting.FakeClock) *Ownership {
 		t.Fatal("the member did not join")
 	}
 	return &Ownership{name: "main", keys: mainKeys, member: member, clock: fc, log: logr.Discard(),
-		assigner: ring.AssignerSettings{Durations: ring.Durations{LeaseDuration: 15 * time.Second}}}
+		assigner: ring.AssignerSettings{Namespace: "ops", Durations: ring.Durations{LeaseDuration: 15 * time.Second}}}
 }
 
 // placed is a ConfigMap with the ring's label and annotations.
@@ -456,5 +456,55 @@ func TestPlacerPlacesNewObjectsByTheEpoch(t *testing.T) {
 		if got, ok := p.Place(tt.namespace, tt.object, tt.labels); ok {
 			t.Errorf("%s: placed as %+v", tt.name, got)
 		}
+	}
+}
+
+// A member retired while the ring had no live member (every adopter
+// joined at the retirement) has its objects claimed before any work when
+// another ring has member Leases beside this one's: the stand-by's write
+// is the claim. Without another ring, they are worked on at once, as any
+// adopted object; a retirement among established members never waits.
+func TestRingShareClaimsOrphanedObjectsFirstBesideAnotherRing(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	orphaned := sharding.Epoch{Serial: 5, Members: []string{me}, Joined: map[string]int64{me: 5}, Retired: map[string]int64{"m-r": 5}}
+	name := nameHashedTo(t, me, []string{me})
+	obj := named(name, "m-r", "m-r")
+	obj.Labels[mainKeys.Bucket] = ring.BucketLabel("ns", name)
+	lease := func(name, ringName string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: name, Labels: map[string]string{ring.RingLabel: ringName}}}
+	}
+	for _, tt := range []struct {
+		what   string
+		leases []client.Object
+		epoch  sharding.Epoch
+		first  bool
+	}{
+		{"orphaned, another ring about", []client.Object{lease("kopf-shard-main-m1", "main"), lease("kopf-shard-renamed-m2", "renamed")}, orphaned, true},
+		{"orphaned, this ring alone", []client.Object{lease("kopf-shard-main-m1", "main")}, orphaned, false},
+		{"a death among established members, another ring about", []client.Object{lease("kopf-shard-renamed-m2", "renamed")},
+			sharding.Epoch{Serial: 5, Members: []string{me}, Joined: map[string]int64{me: 1}, Retired: map[string]int64{"m-r": 5}}, false},
+	} {
+		t.Run(tt.what, func(t *testing.T) {
+			r.adopting = adopting{}
+			r.leases = fake.NewClientBuilder().WithScheme(leaseScheme()).WithObjects(tt.leases...).Build()
+			r.epoch.set(tt.epoch)
+			got := r.Claim(obj, shareT0)
+			if !tt.first {
+				if got.Kind != ownership.Work {
+					t.Errorf("Claim() = %+v, want work at once", got)
+				}
+				return
+			}
+			if got.Kind != ownership.StandBy || !got.PutBack || got.Why == "" {
+				t.Fatalf("Claim() = %+v, want a stand-by that writes, with a reason", got)
+			}
+			want := map[string]any{"metadata": map[string]any{"resourceVersion": "42",
+				"labels":      map[string]any{mainKeys.Owner: me, mainKeys.Bucket: ring.BucketLabel("ns", name)},
+				"annotations": map[string]any{mainKeys.Granted: me, mainKeys.Next: nil}}}
+			if diff := cmp.Diff(want, r.PutBack(obj)); diff != "" {
+				t.Errorf("the stand-by's write is not the claim: -want +got:\n%s", diff)
+			}
+		})
 	}
 }
