@@ -24,6 +24,10 @@ func TestALabelEditedToAnotherMemberIsPutBack(t *testing.T) {
 	r.start("b")
 	names := r.createObjects(10)
 	r.waitSettled(names, time.Minute)
+	// A create handler still under way at the edit, or whose outcome is
+	// not written yet, is stopped with the object and runs again (at
+	// least once): the edit must not re-run one whose outcome is stored.
+	r.waitHandled(names)
 	owner, _, _ := r.owners()
 	var name string
 	for _, n := range names {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -305,6 +306,27 @@ func (r *testRing) waitCreates(names []string) {
 		return true
 	})
 }
+
+// waitHandled waits until every object's creation is handled and its
+// outcome stored: the diffbase annotation is written.
+func (r *testRing) waitHandled(names []string) {
+	r.t.Helper()
+	kopftest.Eventually(r.t, "every object's creation is stored as handled", 30*time.Second, func() bool {
+		for _, name := range names {
+			obj := r.object(name)
+			if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: r.ns, Name: name}, obj); err != nil {
+				return false
+			}
+			if obj.GetAnnotations()[lastHandled] == "" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// lastHandled is the engine's (and Kopf's) diffbase annotation.
+const lastHandled = "kopf.zalando.org/last-handled-configuration"
 
 // waitGone waits until the objects are gone.
 func (r *testRing) waitGone(names []string, timeout time.Duration) {
