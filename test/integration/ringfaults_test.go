@@ -99,7 +99,13 @@ func TestAssignerPutsBackAnOwnerLabelEditedByHand(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "the owner label put back", ownedAsHashed(t, ns, 30, live))
-		if !logs.has("Put the owner label of " + ns + "/" + name + " back to " + owner) {
+		// The assigner says so once its write has landed, which the
+		// test may see first.
+		said := "Put the owner label of " + ns + "/" + name + " back to " + owner
+		for deadline := time.Now().Add(5 * time.Second); !logs.has(said) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !logs.has(said) {
 			t.Errorf("the assigner did not say that it put the label back: %q", logs.all())
 		}
 	}
