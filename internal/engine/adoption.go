@@ -142,35 +142,41 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 		a.requestAdopted(ctx, ac)
 	}
 	keys := slices.SortedFunc(maps.Keys(wanted), func(x, y adoptKey) int {
-		// A retired member's caches first, the standby ones last.
-		return cmp.Or(-cmp.Compare(x.retired, y.retired), cmp.Compare(x.selector, y.selector))
+		return cmp.Or(cmp.Compare(x.retired, y.retired), cmp.Compare(x.selector, y.selector))
 	})
-	for i, k := range keys {
-		if k.retired == ownership.Standby && i > 0 && keys[i-1].retired != ownership.Standby {
-			for _, ac := range stopping {
-				<-ac.done
-			}
-			stopping = nil
+	standby := func(k adoptKey) bool { return k.retired == ownership.Standby }
+	for _, k := range keys {
+		if !standby(k) {
+			a.startCache(ctx, k, wanted[k])
 		}
-		a.mu.Lock()
-		_, running := a.caches[k]
-		a.mu.Unlock()
-		if running {
-			continue
-		}
-		ac, err := a.start(ctx, k.retired, wanted[k])
-		if err != nil {
-			a.e.log.Error(err, "The objects of a retired ring member cannot be watched; they are watched when the ring's epoch changes next.",
-				"retired", k.retired, "selector", k.selector)
-			continue
-		}
-		a.mu.Lock()
-		a.caches[k] = ac
-		a.mu.Unlock()
 	}
 	for _, ac := range stopping {
 		<-ac.done
 	}
+	for _, k := range keys {
+		if standby(k) {
+			a.startCache(ctx, k, wanted[k])
+		}
+	}
+}
+
+// startCache starts the cache of one selection unless it runs already.
+func (a *adoption) startCache(ctx context.Context, k adoptKey, sel labels.Selector) {
+	a.mu.Lock()
+	_, running := a.caches[k]
+	a.mu.Unlock()
+	if running {
+		return
+	}
+	ac, err := a.start(ctx, k.retired, sel)
+	if err != nil {
+		a.e.log.Error(err, "The objects of a retired ring member cannot be watched; they are watched when the ring's epoch changes next.",
+			"retired", k.retired, "selector", k.selector)
+		return
+	}
+	a.mu.Lock()
+	a.caches[k] = ac
+	a.mu.Unlock()
 }
 
 // start makes and runs the cache of one retired member's objects, with
@@ -209,13 +215,7 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 			return nil, fmt.Errorf("watch the objects of %s: %w", retired, err)
 		}
 	}
-	accept := func(obj client.Object) bool {
-		if !a.e.own.Adopts(obj) {
-			return false
-		}
-		ac.offered.Store(obj.GetUID(), struct{}{})
-		return true
-	}
+	accept := func(obj client.Object) bool { return offerIfAdopted(a.e.own, &ac.offered, obj) }
 	lowLevel, err := a.e.lowLevelOn(cctx, c, a.kinds, accept)
 	ac.lowLevel = lowLevel
 	if err != nil && cctx.Err() == nil {
@@ -285,11 +285,15 @@ func (h *enteringLater) wait(uid types.UID) time.Duration {
 
 // adopts reports whether the object is one to work on, and notes that it
 // was offered.
-func (h *enteringLater) adopts(obj client.Object) bool {
-	if obj == nil || !h.own.Adopts(obj) {
+func (h *enteringLater) adopts(obj client.Object) bool { return offerIfAdopted(h.own, h.offered, obj) }
+
+// offerIfAdopted reports whether the replica adopts the object, and if so
+// notes it among the cache's objects offered to its handlers.
+func offerIfAdopted(own ownership.Ownership, offered *sync.Map, obj client.Object) bool {
+	if obj == nil || !own.Adopts(obj) {
 		return false
 	}
-	h.offered.Store(obj.GetUID(), struct{}{})
+	offered.Store(obj.GetUID(), struct{}{})
 	return true
 }
 
