@@ -2,8 +2,13 @@ package bench
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,6 +231,8 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 	begin := time.Now()
 	victim.op.proc.Kill()
 	r.remove(victim)
+	profiled := r.profileTakeover(victim)
+	defer profiled()
 	deadline := begin.Add(phaseTimeout)
 	claims := time.Time{} // the end of the claims' window, once taken over
 	for claims.IsZero() || f.labelled == 0 && time.Now().Before(claims) {
@@ -259,6 +266,52 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 	}
 	f.unclaimed, f.claimedBy = obs.ownedBy(victim.member), time.Since(begin)
 	return f
+}
+
+// takeoverProfile is how long the survivors' CPU is profiled from a kill
+// on, with -profiles: past a lease duration, the election and the start
+// of the adopted objects' daemons.
+const takeoverProfile = 40 * time.Second
+
+// profileTakeover, with -profiles, has every survivor profile its CPU
+// from the kill on, into <profiles>/<namespace>-takeover-<victim>-<identity>.cpu,
+// and returns a function that waits for the profiles.
+func (r *benchRing) profileTakeover(victim *replica) func() {
+	if *profiles == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for _, rep := range r.replicas {
+		url := strings.TrimSuffix(rep.op.stats, "/stats") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(takeoverProfile.Seconds()))
+		path := filepath.Join(*profiles, fmt.Sprintf("%s-takeover-%s-%s.cpu", r.ns, victim.identity, rep.identity))
+		wg.Go(func() {
+			if err := fetchTo(url, path); err != nil {
+				r.tb.Errorf("profile the takeover on %s: %v", rep.identity, err)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// fetchTo writes what url answers into path.
+func fetchTo(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // assignerLine is what a replica logs when its term as the assigner

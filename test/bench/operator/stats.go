@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -19,7 +20,11 @@ import (
 // statsHandler serves the stats; ?gc=1 collects garbage first, so that
 // the heap figure is what is live.
 func statsHandler(counter *requests.Counter, rec *recorder, heapProfile string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	mux := http.NewServeMux()
+	// A CPU profile of a stretch the driver chooses (a takeover's), of a
+	// process that may never exit cleanly to write its --cpuprofile.
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Query().Get("gc") == "1" {
 			runtime.GC()
 			runtime.GC()
@@ -34,6 +39,7 @@ func statsHandler(counter *requests.Counter, rec *recorder, heapProfile string) 
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s)
 	})
+	return mux
 }
 
 // collect reads the stats; first adds the create handler's first calls.

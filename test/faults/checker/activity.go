@@ -13,6 +13,7 @@ type Interval struct{ From, To int64 }
 // run is one handler or daemon call, as its records show it.
 type run struct {
 	actor, object, uid, what string
+	number                   int64 // the run's number, as the results name it
 	from, to                 int64 // its start, and its end or last record
 	done                     bool  // it ended with its work complete
 	times                    []int64
@@ -31,7 +32,7 @@ func runs(records []activity.Record) []*run {
 		k := key{r.Actor, r.Run}
 		x := byKey[k]
 		if x == nil {
-			x = &run{actor: r.Actor, object: r.Object, uid: r.UID, what: r.What, from: r.At, to: r.At}
+			x = &run{actor: r.Actor, number: r.Run, object: r.Object, uid: r.UID, what: r.What, from: r.At, to: r.At}
 			byKey[k] = x
 			out = append(out, x)
 		}

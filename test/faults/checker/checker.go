@@ -157,7 +157,7 @@ func Check(in Input) Report {
 	r.Takeovers = takeovers(active, deletions(all), in.Faults)
 	r.Duplicates = duplicates(all, in.Faults)
 	r.Kinds = kinds(r, in.Faults)
-	r.LateWrites, r.Judged = LateWrites(in.Versions, in.Members)
+	r.LateWrites, r.Judged = LateWrites(in.Versions, in.Members, lives(all, in.Faults, in.Until))
 	for _, v := range in.Versions {
 		if v.AfterGap {
 			r.Unjudged++

@@ -3,6 +3,8 @@ package checker
 import (
 	"slices"
 	"sort"
+
+	"github.com/kopf-go/kopf/test/faults/faultlog"
 )
 
 // Version is one version of an object as a watcher saw it: the watcher
@@ -44,6 +46,57 @@ type LateWrite struct {
 	At                 int64
 }
 
+// Lives are what the rule of late writes knows of the writers beyond the
+// versions: when each result's run began (Runs, by its actor and run), and
+// when each replica had a process running (Processes, by POD_ID).
+type Lives struct {
+	Runs      map[Result]int64
+	Processes map[string][]Interval
+}
+
+// orphaned says whether the run behind a result began while no process
+// of the replica ran: a run its member's adopter may make under that
+// member's grant. Without the run's start or any lifetime of the
+// replica, it says false, and the result is judged.
+func (l Lives) orphaned(r Result, replica string) bool {
+	began, ok := l.Runs[r]
+	if !ok || len(l.Processes[replica]) == 0 {
+		return false
+	}
+	for _, p := range l.Processes[replica] {
+		if p.From <= began && began <= p.To {
+			return false
+		}
+	}
+	return true
+}
+
+// lives reads the runs' starts from the records and the processes'
+// lifetimes from the fault log; a process still running at the end lives
+// until until.
+func lives(all []*run, faults []faultlog.Entry, until int64) Lives {
+	l := Lives{Runs: map[Result]int64{}, Processes: map[string][]Interval{}}
+	for _, x := range all {
+		l.Runs[Result{Actor: x.actor, Run: x.number}] = x.from
+	}
+	started := map[string]int64{}
+	for _, e := range faults {
+		switch e.Kind {
+		case faultlog.ProcessStart:
+			started[e.Actor] = e.Start
+		case faultlog.ProcessExit:
+			if from, ok := started[e.Actor]; ok {
+				l.Processes[e.Replica] = append(l.Processes[e.Replica], Interval{From: from, To: e.Start})
+				delete(started, e.Actor)
+			}
+		}
+	}
+	for actor, from := range started {
+		l.Processes[replica(actor)] = append(l.Processes[replica(actor)], Interval{From: from, To: max(until, from)})
+	}
+	return l
+}
+
 // LateWrites applies the rule of late writes: a result that is new in a
 // version (another actor or run than the version before had under that
 // handler id), by a writer whose member held the object's grant on an
@@ -54,15 +107,18 @@ type LateWrite struct {
 // never held the grant is not judged: an adopter works on a retired
 // member's objects under that member's grant until it claims them (and
 // completes a deletion without a claim), and a ring renamed in a rolling
-// update writes under keys this rule does not read. The delete handler's
-// results (DeleteHandler) are not judged at all: an adopter completes a
-// deletion under the retired member's grant, with no claim, and that
-// member may be one the adopter once handed the object to; without the
-// ring's epoch the rule cannot tell that from the old owner's late result. members maps member names
-// to their replicas' POD_IDs (from the members' Leases); a writer's
-// member is any member name of its POD_ID. It returns the late writes
-// and how many new results it judged.
-func LateWrites(versions []Version, members map[string]string) ([]LateWrite, int) {
+// update writes under keys this rule does not read. Nor is a result whose
+// run began while no process of the grant's member's replica ran (lives):
+// that member was retired, and the writer, which may once have held the
+// grant itself, can be its adopter. The delete handler's results
+// (DeleteHandler) are not judged at all: an adopter completes a deletion
+// under the retired member's grant, with no claim, and that member may
+// be one the adopter once handed the object to, still running; without
+// the ring's epoch the rule cannot tell that from the old owner's late
+// result. members maps member names to their replicas' POD_IDs (from the
+// members' Leases); a writer's member is any member name of its POD_ID.
+// It returns the late writes and how many new results it judged.
+func LateWrites(versions []Version, members map[string]string, lives Lives) ([]LateWrite, int) {
 	byObject := map[string][]Version{}
 	var order []string
 	for _, v := range versions {
@@ -101,6 +157,9 @@ func LateWrites(versions []Version, members map[string]string) ([]LateWrite, int
 				holder := members[prev.Grant]
 				if !held[replica(r.Actor)] {
 					continue // never its to write: an adopter's, or another ring's
+				}
+				if prev.Grant != "" && lives.orphaned(r, holder) {
+					continue // run for a retired member: possibly its adopter's
 				}
 				judged++
 				if prev.Grant != "" && holder == replica(r.Actor) {

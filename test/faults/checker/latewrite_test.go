@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kopf-go/kopf/test/faults/activity"
+	"github.com/kopf-go/kopf/test/faults/faultlog"
 )
 
 // members of the hand-made rings: member names to POD_IDs.
@@ -24,6 +27,7 @@ func TestLateWrites(t *testing.T) {
 		versions []Version
 		want     []late
 		judged   int
+		lives    Lives
 	}{
 		{
 			name: "results of the granted member, then a move, then the new owner's",
@@ -67,6 +71,47 @@ func TestLateWrites(t *testing.T) {
 			},
 			want:   []late{{"6", "update", "a/10", "m-b"}},
 			judged: 2,
+		},
+		{
+			name: "a former owner's run begun after the new owner's replica exited is its adopter's: not judged",
+			versions: []Version{
+				v("2", "m-a", nil),
+				v("3", "m-b", nil),
+				v("4", "m-b", map[string]Result{"update": res("a/11", 3)}),
+			},
+			lives: Lives{
+				Runs:      map[Result]int64{res("a/11", 3): 500},
+				Processes: map[string][]Interval{"a": {{From: 0, To: 1000}}, "b": {{From: 100, To: 400}}},
+			},
+			judged: 0,
+		},
+		{
+			name: "a former owner's run begun while the new owner's replica ran is judged, though it exited before the write landed",
+			versions: []Version{
+				v("2", "m-a", nil),
+				v("3", "m-b", nil),
+				v("4", "m-b", map[string]Result{"update": res("a/11", 3)}),
+			},
+			lives: Lives{
+				Runs:      map[Result]int64{res("a/11", 3): 300},
+				Processes: map[string][]Interval{"a": {{From: 0, To: 1000}}, "b": {{From: 100, To: 400}}},
+			},
+			want:   []late{{"4", "update", "a/11", "m-b"}},
+			judged: 1,
+		},
+		{
+			name: "a run begun while the new owner's replica ran again, restarted, is judged",
+			versions: []Version{
+				v("2", "m-a", nil),
+				v("3", "m-b", nil),
+				v("4", "m-b", map[string]Result{"update": res("a/11", 3)}),
+			},
+			lives: Lives{
+				Runs:      map[Result]int64{res("a/11", 3): 700},
+				Processes: map[string][]Interval{"a": {{From: 0, To: 1000}}, "b": {{From: 100, To: 400}, {From: 650, To: 1000}}},
+			},
+			want:   []late{{"4", "update", "a/11", "m-b"}},
+			judged: 1,
 		},
 		{
 			name: "results of a writer that never held the grant (another ring's, under keys the rule does not read) are not judged",
@@ -126,7 +171,7 @@ func TestLateWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, judged := LateWrites(tt.versions, ringMembers)
+			got, judged := LateWrites(tt.versions, ringMembers, tt.lives)
 			var short []late
 			for _, l := range got {
 				short = append(short, late{l.RV, l.Handler, l.Writer, l.Grant})
@@ -155,6 +200,32 @@ func TestLateWritesInTheReport(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// Check reads the runs' starts from the records and the lifetimes from
+// the fault log: the former owner that adopts a departed member's object
+// is not reported, and the same result by a run begun before the
+// departure is.
+func TestLateWritesKnowTheDepartedFromTheFaultLog(t *testing.T) {
+	versions := []Version{v("2", "m-a", nil), v("3", "m-b", nil), v("4", "m-b", map[string]Result{"update": res("a/10", 7)})}
+	log := []faultlog.Entry{
+		{Kind: faultlog.ProcessStart, Replica: "a", Actor: "a/10", Start: 0},
+		{Kind: faultlog.ProcessStart, Replica: "b", Actor: "b/20", Start: 100},
+		{Kind: faultlog.ProcessExit, Replica: "b", Actor: "b/20", Start: 400},
+	}
+	for _, tt := range []struct {
+		began int64
+		late  int
+	}{{began: 500, late: 0}, {began: 300, late: 1}} {
+		records := []activity.Record{
+			{Actor: "a/10", Object: "ns/o", UID: "u", What: "update", Event: activity.Start, At: tt.began, Run: 7},
+			{Actor: "a/10", Object: "ns/o", UID: "u", What: "update", Event: activity.End, At: tt.began + 10, Run: 7, Done: true},
+		}
+		r := Check(Input{Records: records, Faults: log, Until: 1000, Versions: versions, Members: ringMembers})
+		if len(r.LateWrites) != tt.late {
+			t.Errorf("a run begun at %d: late writes %+v, want %d", tt.began, r.LateWrites, tt.late)
 		}
 	}
 }
