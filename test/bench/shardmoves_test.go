@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -269,21 +270,24 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 }
 
 // takeoverProfile is how long the survivors' CPU is profiled from a kill
-// on, with -profiles: past a lease duration, the election and the start
+// on, with -takeover-profiles: past a lease duration, the election and the start
 // of the adopted objects' daemons.
 const takeoverProfile = 40 * time.Second
 
-// profileTakeover, with -profiles, has every survivor profile its CPU
-// from the kill on, into <profiles>/<namespace>-takeover-<victim>-<identity>.cpu,
+// takeoverProfiles, if set, is where profileTakeover writes.
+var takeoverProfiles = flag.String("takeover-profiles", "", "the sharding benchmarks: profile every survivor's CPU through each takeover, into this directory (apart from -profiles, whose whole-run profiles would refuse it)")
+
+// profileTakeover, with -takeover-profiles, has every survivor profile its
+// CPU from the kill on, into <dir>/<namespace>-takeover-<victim>-<identity>.cpu,
 // and returns a function that waits for the profiles.
 func (r *benchRing) profileTakeover(victim *replica) func() {
-	if *profiles == "" {
+	if *takeoverProfiles == "" {
 		return func() {}
 	}
 	var wg sync.WaitGroup
 	for _, rep := range r.replicas {
 		url := strings.TrimSuffix(rep.op.stats, "/stats") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(takeoverProfile.Seconds()))
-		path := filepath.Join(*profiles, fmt.Sprintf("%s-takeover-%s-%s.cpu", r.ns, victim.identity, rep.identity))
+		path := filepath.Join(*takeoverProfiles, fmt.Sprintf("%s-takeover-%s-%s.cpu", r.ns, victim.identity, rep.identity))
 		wg.Go(func() {
 			if err := fetchTo(url, path); err != nil {
 				r.tb.Errorf("profile the takeover on %s: %v", rep.identity, err)
