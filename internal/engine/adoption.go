@@ -89,6 +89,7 @@ const drainPace = 20 * time.Millisecond
 // waits for them.
 func (a *adoption) run(ctx context.Context) {
 	defer a.stopAll()
+	var asked <-chan struct{} // the channel of the last answer
 	for {
 		want, changed := a.e.own.Adopting()
 		if changed == nil {
@@ -99,7 +100,8 @@ func (a *adoption) run(ctx context.Context) {
 			adopting = adopting || retired != ownership.Standby
 		}
 		a.adopting.Store(adopting)
-		a.follow(ctx, want)
+		a.follow(ctx, want, changed != asked)
+		asked = changed
 		var again <-chan time.Time
 		if adopting {
 			// The ownership adds no standby cache for a while after a
@@ -116,11 +118,15 @@ func (a *adoption) run(ctx context.Context) {
 }
 
 // follow starts the caches of the selections in want, stops those not in
-// it, and has every object of the caches that kept going that is this
-// replica's now and was not before reconciled (the epoch retired its
-// owner, or gave it objects of another adopter that died). The standby
+// it, and, if what Adopts answers may have changed (adopts), has every
+// object of the caches that kept going that is this replica's now and
+// was not before reconciled (the epoch retired its owner, or gave it
+// objects of another adopter that died). Asked again with the same
+// answer, as while a takeover's pause lasts, it does not look through
+// them again: a pass reads every object of the standby caches, tens of
+// thousands at scale, while the takeover's objects start. The standby
 // caches start last, after those stopped are gone.
-func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector) {
+func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector, adopts bool) {
 	wanted := map[adoptKey]labels.Selector{}
 	for retired, sels := range want {
 		for _, sel := range sels {
@@ -139,7 +145,9 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 	kept := slices.Collect(maps.Values(a.caches))
 	a.mu.Unlock()
 	for _, ac := range kept {
-		a.requestAdopted(ctx, ac)
+		if adopts {
+			a.requestAdopted(ctx, ac)
+		}
 	}
 	keys := slices.SortedFunc(maps.Keys(wanted), func(x, y adoptKey) int {
 		return cmp.Or(cmp.Compare(x.retired, y.retired), cmp.Compare(x.selector, y.selector))

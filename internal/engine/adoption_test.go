@@ -8,14 +8,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kopf-go/kopf/internal/memory"
+	"github.com/kopf-go/kopf/internal/objects"
 	"github.com/kopf-go/kopf/internal/ownership"
+	"github.com/kopf-go/kopf/internal/registry"
 )
 
 // queued records what a handler puts into a queue, and after how long.
@@ -184,5 +192,46 @@ func TestAClaimSentHidesTheCopyFromBeforeIt(t *testing.T) {
 	r.forgetClaim("uid-o")
 	if r.claimSent(at("5")) {
 		t.Error("a claim that failed still hides the copy")
+	}
+}
+
+// listCounting is a cache that counts its lists and lists nothing.
+type listCounting struct {
+	cache.Cache
+	lists int
+}
+
+func (c *listCounting) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	c.lists++
+	return nil
+}
+
+// schemeOnly is a manager that has a scheme and nothing else.
+type schemeOnly struct {
+	manager.Manager
+	scheme *runtime.Scheme
+}
+
+func (m schemeOnly) GetScheme() *runtime.Scheme { return m.scheme }
+
+// follow looks through the caches that keep going only when what Adopts
+// answers may have changed: asked again with the same answer (a takeover's
+// pause, re-asked every drainIdle), it reads none of their objects.
+func TestFollowLooksThroughKeptCachesOnlyForANewAnswer(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}
+	kind := &registry.Kind{GVK: gvk, NewObject: func() registry.Object { return &unstructured.Unstructured{} }}
+	sel := labels.SelectorFromSet(labels.Set{"bucket": "1"})
+	c := &listCounting{}
+	a := &adoption{e: &engine{mgr: schemeOnly{scheme: runtime.NewScheme()}},
+		kinds:  []*kindState{{objects: objects.Kind{Registered: kind, GVK: gvk}}},
+		caches: map[adoptKey]*adoptCache{{retired: ownership.Standby, selector: sel.String()}: {c: c}}}
+	want := map[string][]labels.Selector{ownership.Standby: {sel}}
+	a.follow(context.Background(), want, false)
+	if c.lists != 0 {
+		t.Errorf("the same answer: the kept cache was listed %d times, want none", c.lists)
+	}
+	a.follow(context.Background(), want, true)
+	if c.lists != 1 {
+		t.Errorf("a new answer: the kept cache was listed %d times, want once", c.lists)
 	}
 }

@@ -72,7 +72,10 @@ type Ownership interface {
 	// selection with a cache of its own beside its share's, until it is
 	// gone from the map, and works on the objects of any of them that
 	// Adopts names. The channel is closed when that may have changed; a
-	// nil one: the replica never adopts.
+	// nil one: the replica never adopts. The same channel, asked again,
+	// says that what Adopts answers has not changed since (the selections
+	// may have: the standby caches wait out a pause), so that no object
+	// became the replica's but by an event of its cache.
 	Adopting() (map[string][]labels.Selector, <-chan struct{})
 	// Adopts reports whether an object of an adoption cache is the
 	// replica's to work on now.

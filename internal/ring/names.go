@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -62,6 +64,26 @@ func KeysOf(namespace, ring string) Keys {
 // annotations.
 func (k Keys) Placement(labels, annotations map[string]string) sharding.Placement {
 	return sharding.Placement{Owner: labels[k.Owner], Granted: annotations[k.Granted]}
+}
+
+// PlacementOf is Placement for an object, read without copying its
+// labels and annotations: an unstructured object's getters copy both
+// maps, and a takeover asks it of tens of thousands of objects in one
+// pass, whose garbage would slow everything else the replica does then.
+func (k Keys) PlacementOf(obj metav1.Object) sharding.Placement {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return sharding.Placement{Owner: metadataValue(u.Object, "labels", k.Owner), Granted: metadataValue(u.Object, "annotations", k.Granted)}
+	}
+	return k.Placement(obj.GetLabels(), obj.GetAnnotations())
+}
+
+// metadataValue is one value of an unstructured object's labels or
+// annotations (field), "" if it has none or it is not a string.
+func metadataValue(object map[string]any, field, key string) string {
+	metadata, _ := object["metadata"].(map[string]any)
+	values, _ := metadata[field].(map[string]any)
+	value, _ := values[key].(string)
+	return value
 }
 
 // Unowned selects the objects whose owner label names none of the live

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -130,5 +133,42 @@ func TestMemberRefusesAnInvalidRing(t *testing.T) {
 	s := Settings{Ring: "Main", Namespace: "operators", Identity: identity}
 	if _, err := NewMember(nil, s); err == nil {
 		t.Error("NewMember() accepted the ring name Main")
+	}
+}
+
+// PlacementOf reads an unstructured object's labels and annotations in
+// place, and gives what Placement gives from the copies, for objects with
+// and without the keys, and for a typed object.
+func TestPlacementOfReadsWhatPlacementReads(t *testing.T) {
+	k := KeysOf("ns", "r")
+	for _, tt := range []struct {
+		name        string
+		labels      map[string]string
+		annotations map[string]string
+	}{
+		{name: "owned and granted", labels: map[string]string{k.Owner: "m-a", "other": "x"}, annotations: map[string]string{k.Granted: "m-b"}},
+		{name: "an owner label only", labels: map[string]string{k.Owner: "m-a"}},
+		{name: "neither", labels: map[string]string{"other": "x"}, annotations: map[string]string{"other": "y"}},
+		{name: "no labels nor annotations"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want := k.Placement(tt.labels, tt.annotations)
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetLabels(tt.labels)
+			u.SetAnnotations(tt.annotations)
+			if got := k.PlacementOf(u); got != want {
+				t.Errorf("unstructured: %+v, want %+v", got, want)
+			}
+			typed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels, Annotations: tt.annotations}}
+			if got := k.PlacementOf(typed); got != want {
+				t.Errorf("typed: %+v, want %+v", got, want)
+			}
+		})
+	}
+	// A value that is no string (an object edited by a client that does
+	// not validate) reads as none.
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"labels": map[string]any{k.Owner: int64(3)}}}}
+	if got := k.PlacementOf(u); got.Owner != "" {
+		t.Errorf("a number as the owner label reads as %q, want none", got.Owner)
 	}
 }

@@ -300,7 +300,7 @@ func (r *Ownership) inBuckets(sel labels.Selector, buckets []string) labels.Sele
 // without the label, or with a value that is no bucket, is in every
 // adopter's first selection, and its own adopter takes it as it is.
 func (r *Ownership) Rebucket(obj metav1.Object) map[string]any {
-	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+	p := r.keys.PlacementOf(obj)
 	label := obj.GetLabels()[r.keys.Bucket]
 	right := ring.BucketLabel(obj.GetNamespace(), obj.GetName())
 	if p.Owner == "" || p.Owner != p.Granted || label == right || !sharding.ValidBucket(label) || r.adopted(obj) {

@@ -148,7 +148,7 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 	if !r.member.Tenure().Holds(now) {
 		return ownership.Claim{Kind: ownership.StandBy, Why: "this replica's ring membership has run out"}
 	}
-	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+	p := r.keys.PlacementOf(obj)
 	e, _ := r.epoch.now()
 	key := sharding.ObjectKey(obj.GetNamespace(), obj.GetName())
 	switch {
@@ -186,7 +186,7 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 // owner label and grant name a retired member of the published epoch,
 // and the object hashes to this member among that member's adopters.
 func (r *Ownership) adopted(obj metav1.Object) bool {
-	p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+	p := r.keys.PlacementOf(obj)
 	if p.Owner == "" || p.Owner != p.Granted {
 		return false
 	}
@@ -273,7 +273,7 @@ func (r *Ownership) PutBack(obj client.Object) map[string]any {
 // server").
 func (r *Ownership) Fence() func(obj metav1.Object) error {
 	return func(obj metav1.Object) error {
-		p := r.keys.Placement(obj.GetLabels(), obj.GetAnnotations())
+		p := r.keys.PlacementOf(obj)
 		e, _ := r.epoch.now()
 		if me := r.member.Name(); e.IsRetired(me) || !p.Handled(me) && !r.adopted(obj) {
 			return fmt.Errorf("its owner label names %q and its grant %q, not this member %q nor a retired member whose objects it adopts", p.Owner, p.Granted, me)
