@@ -77,6 +77,14 @@ func (k Keys) PlacementOf(obj metav1.Object) sharding.Placement {
 	return k.Placement(obj.GetLabels(), obj.GetAnnotations())
 }
 
+// Label is one label of an object, read in place as PlacementOf reads.
+func Label(obj metav1.Object, key string) string {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return metadataValue(u.Object, "labels", key)
+	}
+	return obj.GetLabels()[key]
+}
+
 // metadataValue is one value of an unstructured object's labels or
 // annotations (field), "" if it has none or it is not a string.
 func metadataValue(object map[string]any, field, key string) string {

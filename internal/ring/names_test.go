@@ -163,6 +163,9 @@ func TestPlacementOfReadsWhatPlacementReads(t *testing.T) {
 			if got := k.PlacementOf(typed); got != want {
 				t.Errorf("typed: %+v, want %+v", got, want)
 			}
+			if got, want := Label(u, k.Owner), tt.labels[k.Owner]; got != want || Label(typed, k.Owner) != want {
+				t.Errorf("the owner label: unstructured %q, typed %q, want %q", got, Label(typed, k.Owner), want)
+			}
 		})
 	}
 	// A value that is no string (an object edited by a client that does

@@ -286,12 +286,22 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 	}
 	var wg sync.WaitGroup
 	for _, rep := range r.replicas {
-		url := strings.TrimSuffix(rep.op.stats, "/stats") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(takeoverProfile.Seconds()))
-		path := filepath.Join(*takeoverProfiles, fmt.Sprintf("%s-takeover-%s-%s.cpu", r.ns, victim.identity, rep.identity))
-		wg.Go(func() {
-			if err := fetchTo(url, path); err != nil {
+		base := strings.TrimSuffix(rep.op.stats, "/stats") + "/debug/pprof/"
+		path := filepath.Join(*takeoverProfiles, fmt.Sprintf("%s-takeover-%s-%s", r.ns, victim.identity, rep.identity))
+		fetch := func(what, suffix string) {
+			if err := fetchTo(base+what, path+suffix); err != nil {
 				r.tb.Errorf("profile the takeover on %s: %v", rep.identity, err)
 			}
+		}
+		wg.Go(func() {
+			// With the operators' -contention, the blocking and the locks
+			// over the window are the second profile less the first (go
+			// tool pprof -base); without, both are empty.
+			fetch("block", ".block0")
+			fetch("mutex", ".mutex0")
+			fetch(fmt.Sprintf("profile?seconds=%d", int(takeoverProfile.Seconds())), ".cpu")
+			fetch("block", ".block1")
+			fetch("mutex", ".mutex1")
 		})
 	}
 	return wg.Wait

@@ -301,7 +301,7 @@ func (r *Ownership) inBuckets(sel labels.Selector, buckets []string) labels.Sele
 // adopter's first selection, and its own adopter takes it as it is.
 func (r *Ownership) Rebucket(obj metav1.Object) map[string]any {
 	p := r.keys.PlacementOf(obj)
-	label := obj.GetLabels()[r.keys.Bucket]
+	label := ring.Label(obj, r.keys.Bucket)
 	right := ring.BucketLabel(obj.GetNamespace(), obj.GetName())
 	if p.Owner == "" || p.Owner != p.Granted || label == right || !sharding.ValidBucket(label) || r.adopted(obj) {
 		return nil

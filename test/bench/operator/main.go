@@ -62,6 +62,7 @@ type config struct {
 	// countEvents counts the events the watches receive, besides the
 	// requests (BenchmarkShardingScale).
 	countEvents bool
+	contention  bool
 }
 
 func run() error {
@@ -78,9 +79,15 @@ func run() error {
 	flag.IntVar(&c.assignerWorkers, "assigner-workers", 0, "forkind only: objects the ring's assigner writes at once (Options.Sharding.AssignerWorkers; 0: the default)")
 	flag.DurationVar(&c.handlerDelay, "handler-delay", 0, "forkind only: the create handler waits this long (simulated I/O), or until its context ends")
 	flag.BoolVar(&c.countEvents, "count-events", false, "count the events that watches receive too (keys \"events watch <resource>\" in the stats)")
+	flag.BoolVar(&c.contention, "contention", false, "record where goroutines block and wait for locks (/debug/pprof/block and /debug/pprof/mutex)")
 	klog.InitFlags(nil) // -v=N shows client-go's own log lines on stderr
 	flag.Parse()
 
+	if c.contention {
+		// Every blocking event of 10 µs or more, every tenth contended lock.
+		goruntime.SetBlockProfileRate(10_000)
+		goruntime.SetMutexProfileFraction(10)
+	}
 	if c.heap != "" {
 		// Sample finely enough to account for objects of a few hundred
 		// bytes each (the default samples every 512 KiB).
