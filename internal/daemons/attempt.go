@@ -50,12 +50,11 @@ func (r *runner) prepare(state *execution.HandlerState) (causes.Object, *DaemonC
 
 // objectMemo is the object's memo as the last Sync gave it.
 func (r *runner) objectMemo() *memo.Memo {
-	r.sup.mu.Lock()
-	defer r.sup.mu.Unlock()
-	if r.obj.memo == nil {
-		r.obj.memo = &memo.Memo{}
+	if m := r.obj.memo.Load(); m != nil {
+		return m
 	}
-	return r.obj.memo
+	r.obj.memo.CompareAndSwap(nil, &memo.Memo{})
+	return r.obj.memo.Load()
 }
 
 // fetchFailed retries later when the object cannot be read.

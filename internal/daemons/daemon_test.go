@@ -338,3 +338,30 @@ func TestFirstAttemptUsesTheSyncedObject(t *testing.T) {
 	}
 	c.do(untilCancelled)
 }
+
+// Two runners spawned by one Sync each start with a copy of their own,
+// made outside the supervisor's lock: one's change to its object is not
+// the other's.
+func TestRunnersSpawnedTogetherHaveCopiesOfTheirOwn(t *testing.T) {
+	h := newHarness(t, Settings{})
+	seen := h.host.obj.DeepCopy()
+	seen.SetNamespace(ref.Namespace)
+	seen.SetName(ref.Name)
+	seen.SetUID(ref.UID)
+	seen.Object["spec"] = map[string]any{"field": "as synced"}
+	h.sup.Sync(ref, h.host, h.log, []Handler{h.daemon("x", Spec{}), h.daemon("y", Spec{})}, h.essence, nil, seen)
+
+	first, second := h.next(), h.next()
+	first.d.Body()["spec"] = map[string]any{"field": "changed by one runner"}
+	if got := second.d.Body()["spec"]; !cmp.Equal(got, map[string]any{"field": "as synced"}) {
+		t.Errorf("the other runner saw spec %v, want its own copy as synced", got)
+	}
+	h.host.mu.Lock()
+	fetches := h.host.fetches
+	h.host.mu.Unlock()
+	if fetches != 0 {
+		t.Errorf("the first attempts read the object %d times, want 0", fetches)
+	}
+	first.do(untilCancelled)
+	second.do(untilCancelled)
+}

@@ -2,6 +2,7 @@ package daemons
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,7 +28,10 @@ type object struct {
 	idleReset      time.Time
 	essence        uint64
 	gone           bool
-	memo           *memo.Memo
+	// memo is the object's memo as the last Sync gave it: the runners
+	// read it without the supervisor's lock, which every cycle of every
+	// object takes.
+	memo atomic.Pointer[memo.Memo]
 }
 
 // objectLocked returns the object's entry, creating it (the caller holds mu).
@@ -54,8 +58,19 @@ func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
 // obj, if not nil, is the object as the caller just read it: spawned
 // runners start with a copy of it rather than reading it themselves, so
 // that the reading (deep in a cache's code) does not grow the stacks of
-// goroutines that then keep them for as long as they run.
+// goroutines that then keep them for as long as they run. The copies are
+// made outside the supervisor's lock: every cycle of every object and
+// every runner's first attempt take that lock, and a takeover that spawns
+// tens of thousands of runners at once would have them all wait on each
+// copy.
 func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64, m *memo.Memo, obj causes.Object) {
+	var firsts []causes.Object
+	if obj != nil {
+		for range s.toSpawn(ref, matching) {
+			first, _ := obj.DeepCopyObject().(causes.Object)
+			firsts = append(firsts, first)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing || s.paused {
@@ -66,7 +81,7 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 	// member's cache, say) while its runners were still stopping, and
 	// their exits must ask for the reconcile that spawns them again.
 	o.gone = false
-	o.memo = m
+	o.memo.Store(m)
 	if essence != o.essence {
 		o.essence = essence
 		o.idleReset = s.clock.Now()
@@ -77,7 +92,13 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 		if _, running := o.runners[h.ID]; running || o.foreverStopped[h.ID] {
 			continue
 		}
-		s.spawnLocked(o, h, obj)
+		// The runners spawned since toSpawn counted (none, but for a
+		// runner that exited meanwhile) read the object themselves.
+		var first causes.Object
+		if len(firsts) > 0 {
+			first, firsts = firsts[0], firsts[1:]
+		}
+		s.spawnLocked(o, h, first)
 	}
 	for id, r := range o.runners {
 		if !wanted[id] {
@@ -86,9 +107,30 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 	}
 }
 
+// toSpawn counts the matching handlers that Sync would spawn for the
+// object now (as a range over that many).
+func (s *Supervisor) toSpawn(ref Ref, matching []Handler) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.paused {
+		return 0
+	}
+	o := s.objects[ref.UID]
+	n := 0
+	for _, h := range matching {
+		if o != nil {
+			if _, running := o.runners[h.ID]; running || o.foreverStopped[h.ID] {
+				continue
+			}
+		}
+		n++
+	}
+	return n
+}
+
 // spawnLocked starts a runner of the handler for the object (the caller
 // holds mu, so that Stop and the shutdown see the runner at once).
-func (s *Supervisor) spawnLocked(o *object, h Handler, obj causes.Object) {
+func (s *Supervisor) spawnLocked(o *object, h Handler, first causes.Object) {
 	ctx, cancel := context.WithCancelCause(s.base)
 	// The runner keeps its logger as long as it runs: its values are
 	// bound only when it writes.
@@ -102,9 +144,7 @@ func (s *Supervisor) spawnLocked(o *object, h Handler, obj causes.Object) {
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	if obj != nil {
-		r.first, _ = obj.DeepCopyObject().(causes.Object)
-	}
+	r.first = first
 	o.runners[h.ID] = r
 	s.settings.Observer.Spawned(o.host, &r.h)
 	s.wg.Add(1)
