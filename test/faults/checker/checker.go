@@ -94,6 +94,10 @@ type Takeover struct {
 	// (by anyone, a second ring's replica too), leaving nothing to take
 	// over.
 	Objects, Moved, Gone int
+	// Later counts the objects that moved only after a later fault hit
+	// the same victim (the same process): that move is the later fault's,
+	// measured there, and neither counted nor timed here.
+	Later int
 	// First and All are the times from the fault's start to the first
 	// new activity on the first and on the last of the moved objects.
 	First, All time.Duration

@@ -70,7 +70,7 @@ func kinds(r Report, faults []faultlog.Entry) []KindFigures {
 		k := get(t.Fault.Kind)
 		if t.Moved > 0 {
 			takeover[k.Kind] = append(takeover[k.Kind], t.First)
-		} else if t.Objects > t.Gone {
+		} else if t.Objects > t.Gone+t.Later {
 			k.Stuck++
 		}
 		for _, g := range t.Gaps {

@@ -56,6 +56,9 @@ func (r Report) Text() string {
 	b.WriteString("takeovers:\n")
 	for _, t := range r.Takeovers {
 		fmt.Fprintf(&b, "  %s: %d objects, %d moved", r.Entry(t.Fault), t.Objects, t.Moved)
+		if t.Later > 0 {
+			fmt.Fprintf(&b, ", %d moved after a later fault on the victim", t.Later)
+		}
 		if t.Gone > 0 {
 			fmt.Fprintf(&b, ", %d deleted first", t.Gone)
 		}

@@ -47,6 +47,10 @@ func takeovers(active map[string]map[string][]Interval, deleted map[string]int64
 				}
 				continue
 			}
+			if laterFault(faults, f, firstNew(others(active[object], f.Actor), f.Actor, f.Start)) {
+				t.Later++
+				continue
+			}
 			g.Object = object
 			t.Moved++
 			t.Gaps = append(t.Gaps, g)
@@ -61,6 +65,35 @@ func takeovers(active map[string]map[string][]Interval, deleted map[string]int64
 		out = append(out, t)
 	}
 	return out
+}
+
+// laterFault reports whether another fault hit the same victim process
+// after f began and before moved: the move is that fault's (a label
+// edited by hand moves nothing, and the replica killed a minute later
+// moves it all). After a fault that moves nothing (MovesNothing), so is a
+// move after the victim's process exited: whatever ended it (a rollout
+// of a renamed ring, a leave) moved the object, not the fault.
+func laterFault(faults []faultlog.Entry, f faultlog.Entry, moved int64) bool {
+	for _, g := range faults {
+		if g.ID == f.ID || g.Actor != f.Actor || g.Start <= f.Start || g.Start >= moved {
+			continue
+		}
+		if g.IsFault() || g.Kind == faultlog.ProcessExit && MovesNothing(f.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// MovesNothing tells the faults that must not move the victim's objects:
+// an owner label edited by hand (the ring puts it back), and a stalled
+// watch (the victim's Lease renews all along).
+func MovesNothing(kind string) bool {
+	switch kind {
+	case faultlog.LabelEdited, faultlog.LeaseWatchStalled, faultlog.ShareWatchStalled:
+		return true
+	}
+	return false
 }
 
 // victimObjects are the objects the fault's actor was active on in the

@@ -139,3 +139,50 @@ func TestActiveObjects(t *testing.T) {
 		t.Errorf("active objects -want +got:\n%s", diff)
 	}
 }
+
+// A move is the fault's that made it: one that came after a later fault
+// on the same victim process is that fault's, and after a fault that
+// moves nothing, one that came after the victim's process exited is not
+// the fault's either. A kill's own exit does not hide its takeover.
+func TestAMoveIsTheFaultsThatMadeIt(t *testing.T) {
+	type split struct{ Moved, Later int }
+	exit := func(actor string, at int64) faultlog.Entry {
+		return faultlog.Entry{ID: 90, Kind: faultlog.ProcessExit, Replica: "a", Actor: actor, Start: ms(at), End: ms(at)}
+	}
+	for _, tt := range []struct {
+		name    string
+		records []activity.Record
+		faults  []faultlog.Entry
+		want    map[int]split
+	}{
+		{name: "a label edited by hand, then the replica killed: the kill moved it",
+			records: concat(daemon("a/1", "ns/o", 0, 50000, false), daemon("b/2", "ns/o", 65000, 70000, true)),
+			faults: []faultlog.Entry{
+				{ID: 1, Kind: faultlog.LabelEdited, Replica: "a", Actor: "a/1", Object: "ns/o", Start: ms(1000), End: ms(1100)},
+				fault(2, faultlog.RestartAfter, "a/1", 50000, 66000), exit("a/1", 50000)},
+			want: map[int]split{1: {Later: 1}, 2: {Moved: 1}}},
+		{name: "a stalled watch, then the victim stopped by a rollout: the rollout moved it",
+			records: concat(daemon("a/1", "ns/o", 0, 20000, true), daemon("b/2", "ns/o", 40000, 45000, true)),
+			faults:  []faultlog.Entry{fault(1, faultlog.LeaseWatchStalled, "a/1", 1000, 5000), exit("a/1", 20000)},
+			want:    map[int]split{1: {Later: 1}}},
+		{name: "a kill's own exit: the kill moved it",
+			records: concat(daemon("a/1", "ns/o", 0, 1000, false), daemon("b/2", "ns/o", 16000, 20000, true)),
+			faults:  []faultlog.Entry{fault(1, faultlog.Kill, "a/1", 1000, 1000), exit("a/1", 1000)},
+			want:    map[int]split{1: {Moved: 1}}},
+		{name: "a later fault on another process of the replica changes nothing",
+			records: concat(daemon("a/1", "ns/o", 0, 1000, false), daemon("b/2", "ns/o", 16000, 20000, true)),
+			faults:  []faultlog.Entry{fault(1, faultlog.Kill, "a/1", 1000, 1000), fault(2, faultlog.Pause, "a/7", 5000, 8000)},
+			want:    map[int]split{1: {Moved: 1}, 2: {}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Check(Input{Records: tt.records, Faults: tt.faults, Until: ms(90000)})
+			got := map[int]split{}
+			for _, x := range r.Takeovers {
+				got[x.Fault.ID] = split{x.Moved, x.Later}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("moved and moved later, by fault -want +got:\n%s", diff)
+			}
+		})
+	}
+}
