@@ -84,9 +84,14 @@ func (r *ring) kill(ctx context.Context, m *member, kind string, restartAt func(
 		Note: "slow " + m.slow.String()})
 	sleep(ctx, time.Until(restartAt(killed, expiry)))
 	restarted, err := m.Restart()
+	if err != nil {
+		// The report never names an empty member.
+		r.log.End(id, fmt.Sprintf("not restarted %s after the kill: %v", time.Since(killed).Round(time.Millisecond), err))
+		return err
+	}
 	r.log.End(id, fmt.Sprintf("restarted as %s %s after the kill, %s after the lease's expiry",
 		restarted, time.Since(killed).Round(time.Millisecond), time.Since(expiry).Round(time.Millisecond)))
-	return err
+	return nil
 }
 
 // terminate sends SIGTERM and waits for the exit, SIGKILLing the member

@@ -211,15 +211,36 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // wait waits for the current process's exit.
 func (r *Replica) wait() { <-r.exited() }
 
-// Restart starts a new process with the same POD_ID if none runs.
+// reapBound bounds how long Restart waits for a process whose end was
+// asked for to be gone: a SIGKILLed process is gone once it is reaped, as
+// a process supervisor waits for before it starts the next one.
+const reapBound = 10 * time.Second
+
+// Restart starts a new process with the same POD_ID if none runs. A
+// process whose end was asked for (Kill, Stop, Term) that has not been
+// reaped yet is waited for, up to reapBound.
 func (r *Replica) Restart() (string, error) {
+	deadline := time.Now().Add(reapBound)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for r.actor != "" && r.down && !r.closed {
+		noted := r.proc.noted
+		left := time.Until(deadline)
+		if left <= 0 {
+			return "", fmt.Errorf("restart %s: %s still runs %s after its end was asked for", r.spec.PodID, r.actor, reapBound)
+		}
+		r.mu.Unlock()
+		select {
+		case <-noted:
+		case <-time.After(left):
+		}
+		r.mu.Lock()
+	}
 	if r.closed {
 		return "", fmt.Errorf("restart %s: closed", r.spec.PodID)
 	}
 	if r.actor != "" {
-		return "", fmt.Errorf("restart %s: %s still runs", r.spec.PodID, r.actor)
+		return "", fmt.Errorf("restart %s: it runs already, as %s (started meanwhile by something else)", r.spec.PodID, r.actor)
 	}
 	r.delay = r.spec.RestartDelay
 	if err := r.launch(); err != nil {

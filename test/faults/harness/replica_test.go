@@ -177,3 +177,27 @@ func TestTerm(t *testing.T) {
 		t.Error("Term of a replica that is down succeeded")
 	}
 }
+
+// A Restart sent right after a kill that nobody waited for waits until
+// the killed process is reaped, and then starts the next one: it neither
+// fails for the old process nor runs two at once.
+func TestRestartWaitsForTheKilledProcessToBeReaped(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	r, log, file := script(t, `echo up >> "$1"; while :; do sleep 0.01; done`)
+	first := r.Actor()
+	kopftest.Eventually(t, "the first process runs", 10*time.Second, func() bool { return len(lines(t, file)) == 1 })
+	if _, err := r.Signal(syscall.SIGKILL, true); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Restart()
+	if err != nil || second == first || second == "" {
+		t.Fatalf("Restart() at once after the kill = %q, %v; want a new process", second, err)
+	}
+	want := []string{"process-start ", "process-exit signal: killed", "process-start "}
+	if diff := cmp.Diff(want, lifecycle(log)); diff != "" {
+		t.Errorf("the log -want +got:\n%s", diff)
+	}
+	if _, err := r.Restart(); err == nil || !strings.Contains(err.Error(), "runs already") {
+		t.Errorf("a Restart while up: %v, want an error saying it runs already", err)
+	}
+}
