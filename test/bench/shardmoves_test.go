@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -174,6 +175,11 @@ type takeoverFigures struct {
 	// by then, and unclaimed is how many objects were left, at claimedBy.
 	labelled, firstMoved, claimedBy time.Duration
 	unclaimed                       int
+	// busy is how many of the machine's cores were busy, on average, from
+	// the first daemon elsewhere to the last (the API server's and etcd's
+	// too): what the survivors had to start the objects with. 0 if the
+	// machine's counters cannot be read.
+	busy float64
 }
 
 // claimWindow is how long the adopters' claims are watched after a
@@ -236,6 +242,8 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 	defer profiled()
 	deadline := begin.Add(phaseTimeout)
 	claims := time.Time{} // the end of the claims' window, once taken over
+	var startAt time.Time // the first daemon elsewhere, and the machine's CPU seconds then
+	var startCPU float64
 	for claims.IsZero() || f.labelled == 0 && time.Now().Before(claims) {
 		now := time.Now()
 		for _, rep := range r.replicas {
@@ -251,8 +259,13 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 		}
 		if running := r.daemons(); f.handled == 0 && running >= n {
 			f.handled = now.Sub(begin)
+			if busy, ok := machineCPU(); ok && startCPU > 0 {
+				f.busy = (busy - startCPU) / now.Sub(startAt).Seconds()
+			}
 		} else if f.firstHandled == 0 && running > n-f.objects {
 			f.firstHandled = now.Sub(begin)
+			startAt = now
+			startCPU, _ = machineCPU()
 		}
 		if claims.IsZero() && f.handled != 0 && (!f.assigner || f.elected != 0) {
 			claims = now.Add(claimWindow)
@@ -326,6 +339,33 @@ func fetchTo(url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// machineCPU is the CPU time, in seconds, that the machine's cores have
+// been busy since it booted (/proc/stat: all but idle and iowait).
+func machineCPU() (float64, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 8 || fields[0] != "cpu" {
+		return 0, false
+	}
+	var busy float64
+	for i, f := range fields[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, false
+		}
+		busy += v
+	}
+	const ticks = 100 // USER_HZ on Linux
+	return busy / ticks, true
 }
 
 // assignerLine is what a replica logs when its term as the assigner

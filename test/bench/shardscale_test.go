@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -514,8 +515,9 @@ func (f takeoverFigures) summary() string {
 	if f.assigner {
 		who, elected = "the assigner", fmt.Sprintf("; another replica became the assigner after %.2f s", f.elected.Seconds())
 	}
-	return fmt.Sprintf("%s of %d replicas killed (SIGKILL, lease 15 s): all its %d objects' daemons running on the others after %.2f s (the first after %.2f s)%s; %s",
-		who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), elected, f.claimSummary())
+	return fmt.Sprintf("%s of %d replicas killed (SIGKILL, lease 15 s): all its %d objects' daemons running on the others after %.2f s (the first after %.2f s; "+
+		"the machine's cores %.2f busy meanwhile, of %d)%s; %s",
+		who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), f.busy, runtime.NumCPU(), elected, f.claimSummary())
 }
 
 // claimSummary says how the adopters' claims went.
