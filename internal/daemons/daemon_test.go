@@ -311,11 +311,7 @@ func TestDaemonInitialDelay(t *testing.T) {
 // reads it itself only for later attempts.
 func TestFirstAttemptUsesTheSyncedObject(t *testing.T) {
 	h := newHarness(t, Settings{})
-	seen := h.host.obj.DeepCopy()
-	seen.SetNamespace(ref.Namespace)
-	seen.SetName(ref.Name)
-	seen.SetUID(ref.UID)
-	seen.Object["spec"] = map[string]any{"field": "as synced"}
+	seen := h.synced()
 	h.sup.Sync(ref, h.host, h.log, []Handler{h.daemon("x", Spec{})}, h.essence, nil, seen)
 	seen.Object["spec"] = map[string]any{"field": "changed by the spawner afterwards"}
 
@@ -323,10 +319,7 @@ func TestFirstAttemptUsesTheSyncedObject(t *testing.T) {
 	if got := c.d.Body()["spec"]; !cmp.Equal(got, map[string]any{"field": "as synced"}) {
 		t.Errorf("the first attempt saw spec %v, want the synced object's own copy", got)
 	}
-	h.host.mu.Lock()
-	fetches := h.host.fetches
-	h.host.mu.Unlock()
-	if fetches != 0 {
+	if fetches := h.fetches(); fetches != 0 {
 		t.Errorf("the first attempt read the object %d times, want 0", fetches)
 	}
 	c.do(returns(nil, execution.NewTemporaryError("again", time.Second)))
@@ -344,11 +337,7 @@ func TestFirstAttemptUsesTheSyncedObject(t *testing.T) {
 // the other's.
 func TestRunnersSpawnedTogetherHaveCopiesOfTheirOwn(t *testing.T) {
 	h := newHarness(t, Settings{})
-	seen := h.host.obj.DeepCopy()
-	seen.SetNamespace(ref.Namespace)
-	seen.SetName(ref.Name)
-	seen.SetUID(ref.UID)
-	seen.Object["spec"] = map[string]any{"field": "as synced"}
+	seen := h.synced()
 	h.sup.Sync(ref, h.host, h.log, []Handler{h.daemon("x", Spec{}), h.daemon("y", Spec{})}, h.essence, nil, seen)
 
 	first, second := h.next(), h.next()
@@ -356,12 +345,26 @@ func TestRunnersSpawnedTogetherHaveCopiesOfTheirOwn(t *testing.T) {
 	if got := second.d.Body()["spec"]; !cmp.Equal(got, map[string]any{"field": "as synced"}) {
 		t.Errorf("the other runner saw spec %v, want its own copy as synced", got)
 	}
-	h.host.mu.Lock()
-	fetches := h.host.fetches
-	h.host.mu.Unlock()
-	if fetches != 0 {
+	if fetches := h.fetches(); fetches != 0 {
 		t.Errorf("the first attempts read the object %d times, want 0", fetches)
 	}
 	first.do(untilCancelled)
 	second.do(untilCancelled)
+}
+
+// synced is the host's object as a spawner read it, its spec marked.
+func (h *harness) synced() *unstructured.Unstructured {
+	seen := h.host.obj.DeepCopy()
+	seen.SetNamespace(ref.Namespace)
+	seen.SetName(ref.Name)
+	seen.SetUID(ref.UID)
+	seen.Object["spec"] = map[string]any{"field": "as synced"}
+	return seen
+}
+
+// fetches is how many times the runners read the object from the host.
+func (h *harness) fetches() int {
+	h.host.mu.Lock()
+	defer h.host.mu.Unlock()
+	return h.host.fetches
 }
