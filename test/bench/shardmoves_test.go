@@ -290,9 +290,20 @@ const takeoverProfile = 40 * time.Second
 // takeoverProfiles, if set, is where profileTakeover writes.
 var takeoverProfiles = flag.String("takeover-profiles", "", "the sharding benchmarks: profile every survivor's CPU through each takeover, into this directory (apart from -profiles, whose whole-run profiles would refuse it)")
 
+// takeoverTrace, with -takeover-profiles, also has every survivor trace its
+// execution (go tool trace) over the stretch where a lease ends: from
+// takeoverTraceFrom after the kill, for takeoverTraceFor.
+var takeoverTrace = flag.Bool("takeover-trace", false, "the sharding benchmarks, with -takeover-profiles: also an execution trace of every survivor from 12 s to 30 s after each kill (go tool trace)")
+
+const (
+	takeoverTraceFrom = 12 * time.Second
+	takeoverTraceFor  = 18 * time.Second
+)
+
 // profileTakeover, with -takeover-profiles, has every survivor profile its
-// CPU from the kill on, into <dir>/<namespace>-takeover-<victim>-<identity>.cpu,
-// and returns a function that waits for the profiles.
+// CPU from the kill on, into <dir>/<namespace>-takeover-<victim>-<identity>.cpu
+// (and, with -takeover-trace, trace it into .trace), and returns a function
+// that waits for the profiles.
 func (r *benchRing) profileTakeover(victim *replica) func() {
 	if *takeoverProfiles == "" {
 		return func() {}
@@ -316,6 +327,12 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 			fetch("block", ".block1")
 			fetch("mutex", ".mutex1")
 		})
+		if *takeoverTrace {
+			wg.Go(func() {
+				time.Sleep(takeoverTraceFrom)
+				fetch(fmt.Sprintf("trace?seconds=%d", int(takeoverTraceFor.Seconds())), ".trace")
+			})
+		}
 	}
 	return wg.Wait
 }

@@ -24,6 +24,7 @@ func statsHandler(counter *requests.Counter, rec *recorder, heapProfile string) 
 	// A CPU profile of a stretch the driver chooses (a takeover's), of a
 	// process that may never exit cleanly to write its --cpuprofile.
 	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
 	mux.Handle("/debug/pprof/block", httppprof.Handler("block"))
 	mux.Handle("/debug/pprof/mutex", httppprof.Handler("mutex"))
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
