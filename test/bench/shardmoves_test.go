@@ -161,6 +161,12 @@ type takeoverFigures struct {
 	assigner       bool
 	replicasBefore int
 	objects        int // the killed replica's
+	victim         string
+	killed         time.Time
+	// ran is how many daemons the killed replica ran: its objects, and
+	// those it had adopted and not claimed yet (labelled with the member
+	// an earlier kill retired), which must start elsewhere as well.
+	ran int
 	// handled runs from the SIGKILL until every object's daemon runs on
 	// a live replica, firstHandled until the first of the killed
 	// replica's daemons runs elsewhere (what came before is waiting out
@@ -186,29 +192,74 @@ type takeoverFigures struct {
 // takeover: long enough for their rate.
 const claimWindow = 30 * time.Second
 
-// ringTakeover has a ring of 3 replicas, with a daemon for every object,
-// handle n objects; then it kills a replica that is not the assigner
-// with SIGKILL, and once the others run all daemons, it kills the
-// assigner.
+// takeoverRing is how many replicas the takeover starts with: after its
+// two kills, two survivors share what the second victim ran, as after
+// the first kill three did.
+const takeoverRing = 4
+
+// restTimeout bounds the wait for the ring to come to rest between the
+// kills: the adopters' claims, 50 a second each.
+const restTimeout = 20 * time.Minute
+
+// ringTakeover has a ring of takeoverRing replicas, with a daemon for
+// every object, handle n objects; then it kills a replica that is not
+// the assigner with SIGKILL, and once the ring is at rest again (every
+// object claimed by a live member, the standby caches listed), it kills
+// the assigner. A kill before the claims are done is another case
+// (docs/sharding.md, "A second death soon after a takeover").
 func ringTakeover(tb testing.TB, n int) []takeoverFigures {
 	tb.Helper()
 	ns := fixtures.env.Namespace(tb)
 	driver := newClient(tb, nil)
 	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ns, ringName))
 	r := newBenchRing(tb, ns, "--daemons")
-	r.start(3)
+	r.start(takeoverRing)
 	createAll(tb, driver, ns, n, bulkWorkers)
 	obs.await(tb, "all are handled", phaseTimeout, handledAll(n, 0))
 	r.waitDaemons(n, phaseTimeout)
-	var out []takeoverFigures
-	for _, killAssigner := range []bool{false, true} {
-		victim := r.victim(killAssigner)
-		out = append(out, r.kill(obs, victim, n))
-	}
+	out := r.killTwice(obs, n, func(takeoverFigures) {})
 	deleteAll(tb, driver, obs, ns, n)
 	r.stopAll()
 	return out
 }
+
+// killTwice kills a member that is not the assigner, waits for the ring
+// to be at rest, and kills the assigner; n is how many daemons run, and
+// each kill's figures are told as they come.
+func (r *benchRing) killTwice(obs *observer, n int, tell func(takeoverFigures)) []takeoverFigures {
+	r.tb.Helper()
+	var out []takeoverFigures
+	for i, killAssigner := range []bool{false, true} {
+		if i > 0 {
+			r.rest(obs, out[i-1])
+		}
+		f := r.kill(obs, r.victim(killAssigner), n)
+		tell(f)
+		out = append(out, f)
+	}
+	return out
+}
+
+// rest waits, after a kill, until no object is labelled with the killed
+// member (the adopters' claims are done), the standby pause since the
+// takeover began is over, and the replicas are idle (the standby caches
+// that the pause held back have listed).
+func (r *benchRing) rest(obs *observer, after takeoverFigures) {
+	r.tb.Helper()
+	deadline := time.Now().Add(restTimeout)
+	for obs.ownedBy(after.victim) > 0 {
+		if time.Now().After(deadline) {
+			r.tb.Fatalf("%d objects are still labelled with the killed %s after %s", obs.ownedBy(after.victim), after.victim, restTimeout)
+		}
+		time.Sleep(time.Second)
+	}
+	time.Sleep(time.Until(after.killed.Add(after.firstHandled + standbyPause)))
+	r.settle()
+}
+
+// standbyPause is how long a member adds no standby cache after a takeover
+// began: two lease durations at the defaults (internal/ring/share).
+const standbyPause = 30 * time.Second
 
 // victim is the replica to kill: the assigner, or a replica that is not.
 func (r *benchRing) victim(assigner bool) *replica {
@@ -235,7 +286,9 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 	for _, rep := range r.replicas {
 		terms[rep] = strings.Count(rep.op.proc.Output(), assignerLine)
 	}
+	f.ran, f.victim = int(victim.op.read(r.tb, "").Daemons), victim.member
 	begin := time.Now()
+	f.killed = begin
 	victim.op.proc.Kill()
 	r.remove(victim)
 	profiled := r.profileTakeover(victim)
@@ -262,7 +315,7 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 			if busy, ok := machineCPU(); ok && startCPU > 0 {
 				f.busy = (busy - startCPU) / now.Sub(startAt).Seconds()
 			}
-		} else if f.firstHandled == 0 && running > n-f.objects {
+		} else if f.firstHandled == 0 && running > n-f.ran {
 			f.firstHandled = now.Sub(begin)
 			startAt = now
 			startCPU, _ = machineCPU()
@@ -423,5 +476,5 @@ func (f takeoverFigures) report(b *testing.B) {
 		elected = fmt.Sprintf("; another replica became the assigner after %.2f s", f.elected.Seconds())
 	}
 	b.Logf("takeover, the %s of %d replicas killed (SIGKILL, lease 15 s): all its %d objects' daemons running on the others after %.2f s "+
-		"(the first after %.2f s)%s; %s", who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), elected, f.claimSummary())
+		"(the first after %.2f s)%s%s; %s", who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), f.adoptedSummary(), elected, f.claimSummary())
 }

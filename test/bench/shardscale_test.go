@@ -26,8 +26,9 @@ import (
 
 // BenchmarkShardingScale's knobs. The sizes are numbers of objects; the
 // parts are "ring" (memory at 1, 2 and 4 replicas, the joins between
-// them, the update rates at 4, and a leave) and "takeover" (a ring of 3
-// with a daemon per object, a member and then the assigner SIGKILLed).
+// them, the update rates at 4, and a leave) and "takeover" (a ring of
+// takeoverRing with a daemon per object, a member and then, at rest, the
+// assigner SIGKILLed).
 var (
 	scaleObjects = flag.String("sharding-scale-objects", "10000", "BenchmarkShardingScale: numbers of objects, comma-separated (e.g. 10000,100000)")
 	scaleParts   = flag.String("sharding-scale-parts", "ring,takeover", "BenchmarkShardingScale: the parts to run at every size, comma-separated: ring, takeover")
@@ -210,9 +211,10 @@ func scaleRing(tb testing.TB, f *scaleFigures, rates []float64, window time.Dura
 	}
 }
 
-// scaleTakeover has a ring of 3 replicas, with a daemon for every object,
-// hold f.objects objects, and SIGKILLs a member that is not the assigner,
-// then the assigner (ringTakeover's kills, on objects created handled).
+// scaleTakeover has a ring of takeoverRing replicas, with a daemon for
+// every object, hold f.objects objects, and SIGKILLs a member that is not
+// the assigner, then, at rest, the assigner (killTwice, on objects created
+// handled).
 func scaleTakeover(tb testing.TB, f *scaleFigures) {
 	n := f.objects
 	f.takeovers = nil
@@ -220,13 +222,13 @@ func scaleTakeover(tb testing.TB, f *scaleFigures) {
 	driver := newClient(tb, nil)
 	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ns, ringName))
 	r := newBenchRing(tb, ns, "--daemons", "--count-events")
-	r.start(3)
+	r.start(takeoverRing)
 	template := handledTemplate(tb, driver, obs, ns)
 	r.settle()
 	before := r.snapshot(false)
 	f.created["takeover"] = createPlaced(tb, driver, ns, n, r.members(), template)
 	obs.expect(r.members())
-	obs.await(tb, "all are placed on 3 replicas", phaseTimeout, placedAll(n))
+	obs.await(tb, fmt.Sprintf("all are placed on %d replicas", takeoverRing), phaseTimeout, placedAll(n))
 	begin := time.Now()
 	// The template object is one more.
 	r.waitDaemons(n+1, phaseTimeout)
@@ -235,12 +237,9 @@ func scaleTakeover(tb testing.TB, f *scaleFigures) {
 	f.idleWrites["takeover"] = objectWrites(requestsBetween(before, r.snapshot(false)))
 	tb.Logf("scale, takeover, %d objects: created placed and handled in %.1f s, all daemons running %.1f s later; the replicas wrote to them %d times after",
 		n, f.created["takeover"].Seconds(), daemons.Seconds(), f.idleWrites["takeover"])
-	for _, killAssigner := range []bool{false, true} {
-		victim := r.victim(killAssigner)
-		k := r.kill(obs, victim, n+1)
-		f.takeovers = append(f.takeovers, k)
+	f.takeovers = r.killTwice(obs, n+1, func(k takeoverFigures) {
 		tb.Logf("scale, takeover, %d objects: %s", n, k.summary())
-	}
+	})
 	r.killAll()
 }
 
@@ -516,8 +515,17 @@ func (f takeoverFigures) summary() string {
 		who, elected = "the assigner", fmt.Sprintf("; another replica became the assigner after %.2f s", f.elected.Seconds())
 	}
 	return fmt.Sprintf("%s of %d replicas killed (SIGKILL, lease 15 s): all its %d objects' daemons running on the others after %.2f s (the first after %.2f s; "+
-		"the machine's cores %.2f busy meanwhile, of %d)%s; %s",
-		who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), f.busy, runtime.NumCPU(), elected, f.claimSummary())
+		"the machine's cores %.2f busy meanwhile, of %d)%s%s; %s",
+		who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), f.busy, runtime.NumCPU(), f.adoptedSummary(), elected, f.claimSummary())
+}
+
+// adoptedSummary tells how many daemons the killed replica ran beside its
+// own objects': those it had adopted and not claimed yet.
+func (f takeoverFigures) adoptedSummary() string {
+	if f.ran <= f.objects {
+		return ""
+	}
+	return fmt.Sprintf(", and the %d it ran for objects it had adopted and not claimed yet", f.ran-f.objects)
 }
 
 // claimSummary says how the adopters' claims went.
@@ -643,9 +651,9 @@ func writeScaleTable(w io.Writer, all []scaleFigures) {
 			row(append(per("settled after, s", "%.2f", func(m rebalanceFigures) float64 { return m.took.Seconds() }), "", "")...)
 		}
 		if len(f.takeovers) > 0 {
-			fmt.Fprintf(w, "\n%d objects, takeover (a ring of 3, a daemon per object; created in %.1f s; writes to them by the replicas after: %d):\n\n",
-				f.objects, f.created["takeover"].Seconds(), f.idleWrites["takeover"])
-			row("replica killed (SIGKILL)", "its objects", "new assigner after, s", "first daemon elsewhere after, s", "all daemons run elsewhere after, s",
+			fmt.Fprintf(w, "\n%d objects, takeover (a ring of %d, a daemon per object; created in %.1f s; writes to them by the replicas after: %d):\n\n",
+				takeoverRing, f.objects, f.created["takeover"].Seconds(), f.idleWrites["takeover"])
+			row("replica killed (SIGKILL)", "its objects (and adopted, not claimed)", "new assigner after, s", "first daemon elsewhere after, s", "all daemons run elsewhere after, s",
 				"target", "met", "claims (labels moved) a second", "left unclaimed after 30 s")
 			row("---", "---:", "---:", "---:", "---:", "---", "---", "---:", "---:")
 			for _, k := range f.takeovers {
@@ -653,7 +661,11 @@ func writeScaleTable(w io.Writer, all []scaleFigures) {
 				if k.assigner {
 					who, elected = "the assigner", fmt.Sprintf("%.2f", k.elected.Seconds())
 				}
-				row(who, fmt.Sprint(k.objects), elected, fmt.Sprintf("%.2f", k.firstHandled.Seconds()), fmt.Sprintf("%.2f", k.handled.Seconds()),
+				objects := fmt.Sprint(k.objects)
+				if k.ran > k.objects {
+					objects += fmt.Sprintf(" (+%d)", k.ran-k.objects)
+				}
+				row(who, objects, elected, fmt.Sprintf("%.2f", k.firstHandled.Seconds()), fmt.Sprintf("%.2f", k.handled.Seconds()),
 					fmt.Sprintf("≤ %.0f s", takeoverTarget.Seconds()), yes(k.handled <= takeoverTarget),
 					fmt.Sprintf("%.0f", k.labelRate()), fmt.Sprint(k.unclaimed))
 			}
