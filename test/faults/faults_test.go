@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kopf-go/kopf/pkg/kopftest"
+	"github.com/kopf-go/kopf/test/faults/checker"
 	"github.com/kopf-go/kopf/test/faults/faultlog"
 )
 
@@ -18,7 +19,9 @@ import (
 // the run short (the nemeses of the L7 proxy among them: writes held,
 // a share's watch and the assigner's watch of Leases stalled); the
 // second ring comes last and alone, since it touches
-// every object if it goes wrong. It fails on any moment at which two
+// every object if it goes wrong. One process takes two faults, a label
+// edit and then a kill, as random runs do: the kill's move must not be
+// charged to the edit. It fails on any moment at which two
 // replicas were active on one object, on any result that landed on a
 // version granted to another member than its writer's (a late write), on
 // any negative gap between an old owner's last activity and a new
@@ -53,12 +56,14 @@ func TestFaults(t *testing.T) {
 		{kind: faultlog.LabelEdited, slow: 2 * time.Second},
 		{kind: faultlog.TermIgnored, slow: -1, hold: wave2, podID: "replica-stubborn"},
 		// Wave 2: kills with restarts at moments around the lease's
-		// expiry, and churn.
+		// expiry, and churn. The first kill hits the label edit's victim
+		// again: the edited object moves with the kill, and the move is
+		// the kill's, not the edit's (two faults on one process).
+		{at: wave2, kind: faultlog.RestartAfter, slow: -1, offset: time.Second, victimOf: faultlog.LabelEdited},
 		{at: wave2, kind: faultlog.Kill, slow: 0, hold: hold},
 		{at: wave2, kind: faultlog.RestartAtOnce, slow: 2 * time.Second},
 		{at: wave2, kind: faultlog.RestartBefore, slow: 4 * time.Second, offset: -time.Second},
 		{at: wave2, kind: faultlog.RestartAt, slow: 0},
-		{at: wave2, kind: faultlog.RestartAfter, slow: 2 * time.Second, offset: time.Second},
 		{at: wave2, kind: faultlog.Leave, slow: -1},
 		{at: wave2, kind: faultlog.Join, slow: 4 * time.Second, podID: "replica-joined"},
 		// The assigner's watch of Leases stalled while members die,
@@ -75,8 +80,39 @@ func TestFaults(t *testing.T) {
 	rep := s.finish()
 	t.Logf("%s\n%s", s.drv.summary(), rep.Text())
 	s.judge(rep, bound, true)
+	s.judgeOverlap(rep, faultlog.LabelEdited, faultlog.RestartAfter)
 	if missing := s.missing(); len(missing) > 0 {
 		t.Errorf("no fault of these kinds was injected: %v", missing)
 	}
 	t.Logf("TestFaults took %s", time.Since(s.began).Round(time.Second))
+}
+
+// judgeOverlap checks the two faults that hit one process: that they
+// did, and that no move after the second is charged to the first (a
+// label edit is held to moving nothing; the kill after it moves it all).
+func (s *suite) judgeOverlap(rep checker.Report, first, second string) {
+	t := s.t
+	t.Helper()
+	var a, b *checker.Takeover
+	for i, x := range rep.Takeovers {
+		switch {
+		case x.Fault.Kind == first && a == nil:
+			a = &rep.Takeovers[i]
+		case x.Fault.Kind == second && b == nil:
+			b = &rep.Takeovers[i]
+		}
+	}
+	if a == nil || b == nil {
+		t.Errorf("the overlap of %s and %s did not happen: a victim for each? %t, %t", first, second, a != nil, b != nil)
+		return
+	}
+	if a.Fault.Actor != b.Fault.Actor {
+		t.Errorf("the overlap of %s and %s hit two processes: %s and %s", first, second, a.Fault.Actor, b.Fault.Actor)
+		return
+	}
+	if a.Moved > 0 && a.Fault.Start+int64(a.All) >= b.Fault.Start {
+		t.Errorf("%s: a move %s after it, past the later %s, is charged to it", rep.Entry(a.Fault), a.All, second)
+	}
+	t.Logf("%s and then %s on %s: of the first's %d objects, %d moved before the second, %d after it (the second's), %d were deleted",
+		first, second, a.Fault.Actor, a.Objects, a.Moved, a.Later, a.Gone)
 }

@@ -90,6 +90,19 @@ func (r *ring) pick(ctx context.Context, slow time.Duration, rng *rand.Rand, all
 	return m, nil
 }
 
+// pickAgain makes an earlier victim the victim of another fault, if it
+// is up and no fault holds it now.
+func (r *ring) pickAgain(m *member) error {
+	up := m.Up()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if busy := r.busy[m.PodID()]; busy || !up {
+		return fmt.Errorf("%s is not free to be a victim again (busy %t, up %t)", m.PodID(), busy, up)
+	}
+	r.busy[m.PodID()] = true
+	return nil
+}
+
 // release lets the member be a victim again.
 func (r *ring) release(m *member) {
 	r.mu.Lock()

@@ -27,6 +27,10 @@ type step struct {
 	offset time.Duration
 	// podID names the replica that a join or a stubborn replica adds.
 	podID string
+	// victimOf hits the victim of the earlier step of this kind again
+	// (slow is then ignored): two faults on one process, where the
+	// checker must tell whose move a move is.
+	victimOf string
 }
 
 func (p step) String() string {
@@ -39,6 +43,9 @@ func (p step) String() string {
 	}
 	if p.offset != 0 {
 		s += fmt.Sprintf(" restart at expiry%+.1fs", p.offset.Seconds())
+	}
+	if p.victimOf != "" {
+		s += " on " + p.victimOf + "'s victim"
 	}
 	return s
 }
@@ -134,7 +141,7 @@ func (s *suite) step(ctx context.Context, p step) {
 
 // hit picks a victim for the step and injects the fault into it.
 func (s *suite) hit(ctx context.Context, p step, fn func(m *member) error) {
-	m, err := s.ring.pick(ctx, p.slow, s.rng, s.allowAssigner)
+	m, err := s.victim(ctx, p)
 	if err != nil {
 		s.skipped(p, err)
 		return
@@ -142,9 +149,30 @@ func (s *suite) hit(ctx context.Context, p step, fn func(m *member) error) {
 	s.inject(p.kind, m, func(context.Context) error { return fn(m) })
 }
 
+// victim picks the step's victim and marks it busy: the earlier victim
+// that the step names, or one of the slowness it asks for.
+func (s *suite) victim(ctx context.Context, p step) (*member, error) {
+	if p.victimOf == "" {
+		m, err := s.ring.pick(ctx, p.slow, s.rng, s.allowAssigner)
+		if err == nil {
+			s.mu.Lock()
+			s.victims[p.kind] = m
+			s.mu.Unlock()
+		}
+		return m, err
+	}
+	s.mu.Lock()
+	m := s.victims[p.victimOf]
+	s.mu.Unlock()
+	if m == nil {
+		return nil, fmt.Errorf("no %s fault has had a victim", p.victimOf)
+	}
+	return m, s.ring.pickAgain(m)
+}
+
 // editLabel moves an object of a victim to another live member by hand.
 func (s *suite) editLabel(ctx context.Context, p step) {
-	owner, err := s.ring.pick(ctx, p.slow, s.rng, s.allowAssigner)
+	owner, err := s.victim(ctx, p)
 	if err != nil {
 		s.skipped(p, err)
 		return

@@ -46,6 +46,9 @@ type suite struct {
 	wg      sync.WaitGroup
 	errs    []string
 	foreign map[string]bool // the second rings' member names
+	// victims is the last victim of each kind of fault, for a step that
+	// hits it again (victimOf).
+	victims map[string]*member
 }
 
 // newSuite prepares a ring named ring at the durations, with a
@@ -59,7 +62,7 @@ func newSuite(t *testing.T, ringName string, d timing, echo func(string)) *suite
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = log.Close() })
-	s := &suite{t: t, dir: dir, log: log, ns: createNamespace(t, "faults"), foreign: map[string]bool{}, began: time.Now()}
+	s := &suite{t: t, dir: dir, log: log, ns: createNamespace(t, "faults"), foreign: map[string]bool{}, victims: map[string]*member{}, began: time.Now()}
 	if echo != nil {
 		log.Echo = func(e faultlog.Entry) {
 			r := checker.Report{Origin: s.began.UnixNano()}
