@@ -652,7 +652,7 @@ func writeScaleTable(w io.Writer, all []scaleFigures) {
 		}
 		if len(f.takeovers) > 0 {
 			fmt.Fprintf(w, "\n%d objects, takeover (a ring of %d, a daemon per object; created in %.1f s; writes to them by the replicas after: %d):\n\n",
-				takeoverRing, f.objects, f.created["takeover"].Seconds(), f.idleWrites["takeover"])
+				f.objects, takeoverRing, f.created["takeover"].Seconds(), f.idleWrites["takeover"])
 			row("replica killed (SIGKILL)", "its objects (and adopted, not claimed)", "new assigner after, s", "first daemon elsewhere after, s", "all daemons run elsewhere after, s",
 				"target", "met", "claims (labels moved) a second", "left unclaimed after 30 s")
 			row("---", "---:", "---:", "---:", "---:", "---", "---", "---:", "---:")
