@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
 	"github.com/kopf-go/kopf/test/bench/internal/requests"
 )
@@ -258,8 +259,8 @@ func (r *benchRing) rest(obs *observer, after takeoverFigures) {
 }
 
 // standbyPause is how long a member adds no standby cache after a takeover
-// began: two lease durations at the defaults (internal/ring/share).
-const standbyPause = 30 * time.Second
+// began: two lease durations (internal/ring/share), at the default one.
+const standbyPause = 2 * ring.DefaultLeaseDuration
 
 // victim is the replica to kill: the assigner, or a replica that is not.
 func (r *benchRing) victim(assigner bool) *replica {

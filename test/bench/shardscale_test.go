@@ -559,7 +559,7 @@ func (f takeoverFigures) labelRate() float64 {
 
 // takeoverTarget is the scale target for a takeover: the lease duration
 // and 2 s.
-const takeoverTarget = 17 * time.Second
+const takeoverTarget = ring.DefaultLeaseDuration + 2*time.Second
 
 // writeScaleTable prints BenchmarkShardingScale's figures as the tables
 // of docs/benchmarks.md, a column per size; parts that did not run are
