@@ -355,8 +355,9 @@ const (
 )
 
 // profileTakeover, with -takeover-profiles, has every survivor profile its
-// CPU from the kill on, into <dir>/<namespace>-takeover-<victim>-<identity>.cpu
-// (and, with -takeover-trace, trace it into .trace), and returns a function
+// CPU from the kill on, into <dir>/<namespace>-takeover-<victim>-<identity>.cpu,
+// with its allocations before and after (.allocs0, .allocs1; and, with
+// -takeover-trace, traces it into .trace), and returns a function
 // that waits for the profiles.
 func (r *benchRing) profileTakeover(victim *replica) func() {
 	if *takeoverProfiles == "" {
@@ -372,12 +373,15 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 			}
 		}
 		wg.Go(func() {
-			// With the operators' -contention, the blocking and the locks
-			// over the window are the second profile less the first (go
-			// tool pprof -base); without, both are empty.
+			// The allocations over the window are the second profile less
+			// the first (go tool pprof -base); so are, with the operators'
+			// -contention, the blocking and the locks (without, both are
+			// empty).
+			fetch("allocs", ".allocs0")
 			fetch("block", ".block0")
 			fetch("mutex", ".mutex0")
 			fetch(fmt.Sprintf("profile?seconds=%d", int(takeoverProfile.Seconds())), ".cpu")
+			fetch("allocs", ".allocs1")
 			fetch("block", ".block1")
 			fetch("mutex", ".mutex1")
 		})
