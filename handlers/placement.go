@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,7 +23,11 @@ const ShardPlacementWebhook = "kopf-shard-placement"
 // called, the replica has not joined a ring yet or is in none, the object
 // has no name yet because it is created with generateName, or it carries
 // the ring's owner label already) is placed by the assigner, as without
-// the webhook. Serve it as any webhook of the registry (Options.Webhooks,
+// the webhook. If the resource has change handlers or daemons, the
+// webhook adds the operator's finalizer too, which the owner would add
+// before its first handler anyway: a ring keeps an object's name taken
+// until its replica is done with it (docs/sharding.md, "One object, one
+// name"). Serve it as any webhook of the registry (Options.Webhooks,
 // or SetupWebhooksWithManager in the same process as the ring's engine).
 func PlaceShardsAtAdmission[T client.Object](res *Resource[T]) {
 	placer := &res.reg.placer
@@ -35,6 +40,10 @@ func PlaceShardsAtAdmission[T client.Object](res *Resource[T]) {
 			r.Patch.SetLabel(p.OwnerLabel, p.Owner)
 			r.Patch.SetLabel(p.BucketLabel, p.Bucket)
 			r.Patch.SetAnnotation(p.GrantAnnotation, p.Owner)
+			kind := res.res.kind
+			if works := len(kind.Changing) > 0 || len(kind.Spawning) > 0; works && p.Finalizer != "" && !slices.Contains(obj.GetFinalizers(), p.Finalizer) {
+				r.Patch.Set(append(slices.Clone(obj.GetFinalizers()), p.Finalizer), "metadata", "finalizers")
+			}
 		}
 		return nil
 	}, Operations(admission.Create), IgnoreFailures())

@@ -30,12 +30,13 @@ type plan struct {
 }
 
 // decide plans the change handlers' part of a cycle of the triaged cause:
-// the finalizer first (added when a mandatory delete handler or a daemon
-// needs it, removed when nothing does, in a cycle of its own), then the
+// the finalizer first (added when a mandatory delete handler, a daemon or
+// the object's name needs it, removed when nothing does, in a cycle of
+// its own), then the
 // daemons' stop of a deleted object, then the handlers.
 func decide(f facts, t triaged, m matches) plan {
 	p := plan{Reason: t.Reason, Initial: t.Initial, Stealth: !m.Visible}
-	required := m.Visible && m.HandlersNeedFinalizer || m.DaemonsNeedFinalizer
+	required := m.Visible && m.HandlersNeedFinalizer || m.DaemonsNeedFinalizer || m.NameNeedsFinalizer
 	switch {
 	case required && !f.Finalized && !f.Deleting:
 		p.Finalizer = write.AddFinalizer

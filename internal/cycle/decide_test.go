@@ -36,6 +36,7 @@ func TestDecide(t *testing.T) {
 	visible := matches{Visible: true}
 	deleting := facts{Deleting: true, Finalized: true, HasDiffBase: true}
 	withDelete := matches{Visible: true, HandlersNeedFinalizer: true}
+	keepsName := matches{Visible: true, NameNeedsFinalizer: true}
 	tests := []struct {
 		rule     string
 		facts    facts
@@ -124,6 +125,28 @@ func TestDecide(t *testing.T) {
 		rule:  "handlers.md, Deletion and the finalizer: a deleted object that no handler needs any more loses the finalizer at once",
 		facts: deleting, matches: visible,
 		want: decided{Plan: plan{Reason: causes.Delete, Finalizer: write.RemoveFinalizer}, Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
+	}, {
+		rule:  "sharding.md, One object, one name: a ring member adds the finalizer that no handler needs, in a cycle of its own, before any handler runs",
+		facts: facts{}, matches: keepsName,
+		want: decided{Plan: plan{Reason: causes.Create, Finalizer: write.AddFinalizer}, Asked: causes.Create, Finalizer: write.AddFinalizer},
+	}, {
+		rule:  "sharding.md, One object, one name: the finalizer stays while the object lives",
+		facts: facts{Finalized: true, HasDiffBase: true, Diff: changed}, matches: keepsName, written: true,
+		want: decided{Plan: plan{Reason: causes.Update, RunHandlers: true}, Asked: causes.Update},
+	}, {
+		rule:  "sharding.md, One object, one name: an object that matches no change handler keeps it too",
+		facts: facts{Finalized: true, HasDiffBase: true}, matches: matches{NameNeedsFinalizer: true},
+		want: decided{Plan: plan{Reason: causes.NoOp, Stealth: true}, Asked: causes.NoOp},
+	}, {
+		rule:  "sharding.md, One object, one name: at deletion it goes once the handlers of the object are done",
+		facts: deleting, matches: keepsName, written: true,
+		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
+			Asked: causes.Delete, Finalizer: write.RemoveFinalizer},
+	}, {
+		rule:  "sharding.md, One object, one name: at deletion it stays while a handler of the object is pending",
+		facts: deleting, matches: keepsName, left: leftover{Pending: true, Delay: time.Second}, written: true,
+		want: decided{Plan: plan{Reason: causes.Delete, StopDaemons: true, RunHandlers: true, Release: true},
+			Asked: causes.Delete, Requeue: requeue{After: time.Second, Log: sleeping}},
 	}, {
 		rule:  "handlers.md, Errors and retries: a handler retried after a delay is requeued after it",
 		facts: facts{HasDiffBase: true, Diff: changed}, matches: visible, left: leftover{Pending: true, Delay: 5 * time.Second}, written: true,

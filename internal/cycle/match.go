@@ -15,6 +15,9 @@ type matches struct {
 	// DaemonsNeedFinalizer: a daemon or timer matches that has not ended
 	// on its own, so deletion must wait for it to exit.
 	DaemonsNeedFinalizer bool
+	// NameNeedsFinalizer: the object's name must stay taken until this
+	// replica is done with it (Settings.KeepNames).
+	NameNeedsFinalizer bool
 }
 
 // matched is what the registry said, and the subject it said it of,
@@ -27,8 +30,8 @@ type matched struct {
 // match asks the registry about the object under the triaged cause:
 // whether a change handler prematches it, and whether a handler or a
 // daemon needs the finalizer. The daemons' filters (the operator's code)
-// are not asked when a handler already needs the finalizer: their answer
-// would change nothing.
+// are not asked when a handler or the name already needs the finalizer:
+// their answer would change nothing.
 func (r *Reconciler) match(o Object, f facts, t triaged) matched {
 	var old any // a nil map must not become a non-nil interface value
 	if f.OldEssence != nil {
@@ -44,8 +47,8 @@ func (r *Reconciler) match(o Object, f facts, t triaged) matched {
 		Deleting:       f.Deleting,
 		FilterPanicked: FilterPanicked(r.label, o.Log),
 	}
-	m := matches{Visible: r.kind.Registered.Prematch(subject)}
+	m := matches{Visible: r.kind.Registered.Prematch(subject), NameNeedsFinalizer: r.s.KeepNames}
 	m.HandlersNeedFinalizer = m.Visible && r.kind.Registered.RequiresFinalizer(subject)
-	m.DaemonsNeedFinalizer = !m.HandlersNeedFinalizer && r.daemons.RequireFinalizer(o)
+	m.DaemonsNeedFinalizer = !m.HandlersNeedFinalizer && !m.NameNeedsFinalizer && r.daemons.RequireFinalizer(o)
 	return matched{matches: m, subject: subject}
 }

@@ -61,6 +61,13 @@ import (
 type Settings struct {
 	// Finalizer is the operator's finalizer.
 	Finalizer string
+	// KeepNames: every object carries the finalizer, whatever its
+	// handlers need, so that an object deleted and created anew under its
+	// name cannot exist while this replica still works on its
+	// predecessor. A ring member's objects move between replicas, and the
+	// next incarnation may be placed elsewhere (docs/sharding.md, "One
+	// object, one name").
+	KeepNames bool
 	// ConsistencyTimeout bounds the wait for the cache to show this
 	// process's last write; negative: no wait.
 	ConsistencyTimeout time.Duration

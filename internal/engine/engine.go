@@ -337,6 +337,9 @@ func (e *engine) parts(runnables []manager.Runnable) ownership.Engine {
 	for _, kind := range e.reg.Kinds {
 		if gvk, ok := e.kinds.static[kind]; ok {
 			p.Kinds = append(p.Kinds, gvk)
+			if works(kind) {
+				p.Finalized = append(p.Finalized, gvk)
+			}
 		} else {
 			p.Unknown = append(p.Unknown, kind.Selector.String())
 		}

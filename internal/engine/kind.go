@@ -179,7 +179,7 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 	round := &cycle.Round{Kind: objs.Registered, Progress: s.Progress, Clock: s.Clock, Defaults: s.defaults(),
 		Context: k.handlerContext, Track: sup.Track, Observe: invocations,
 		Panicked: func(id string) { metrics.CallbackPanicked(label, metrics.CallbackChange, id) }}
-	k.cycles = cycle.New(objs, cycle.Settings{Finalizer: s.Finalizer, ConsistencyTimeout: s.ConsistencyTimeout,
+	k.cycles = cycle.New(objs, cycle.Settings{Finalizer: s.Finalizer, KeepNames: own.KeepsNames() && works(objs.Registered), ConsistencyTimeout: s.ConsistencyTimeout,
 		ErrorDelays: s.ErrorDelays, Progress: s.Progress, DiffBase: s.DiffBase, Indices: s.Indices, Clock: s.Clock, Defaults: s.defaults()},
 		cs, k.writer, append([]cycle.Option{
 			cycle.WithMemories(mems), cycle.WithHandlers(round), cycle.WithDaemons(daemonSync{k}), cycle.WithOwnership(own),
@@ -195,6 +195,13 @@ func newKindState(objs objects.Kind, s Settings, cs *clients.Current, status *wr
 func (r *kindState) handlerContext(ctx context.Context, log logr.Logger) context.Context {
 	ctx = tracing.WithTracer(ctx, r.settings.Tracer)
 	return clients.ForHandlers(posting.NewContext(logr.NewContext(ctx, log), r.settings.Poster), r.settings.Client, r.settings.Reader)
+}
+
+// works reports whether change handlers or daemons work on the kind's
+// objects: a ring keeps the names of those objects taken while a replica
+// works on one (ownership.Ownership's KeepsNames).
+func works(kind *registry.Kind) bool {
+	return len(kind.Changing) > 0 || len(kind.Spawning) > 0
 }
 
 // reconciles reports whether the kind has a controller: change handlers,

@@ -166,6 +166,7 @@ func newEngine(mgr manager.Manager, reg *registry.Registry, s Settings, served *
 	if s.Sharding.Ring != "" {
 		// The member's Lease is written without the bound of its writes
 		// to objects: it is what extends them.
+		s.Sharding.Finalizer = s.Finalizer
 		if own, err = share.New(direct, s.Sharding, s.Peering.Identity, s.Clock, mgr.GetLogger(), served, following); err != nil {
 			return nil, err
 		}

@@ -57,6 +57,12 @@ type Ownership interface {
 	// ReconcilesEveryKind: every kind needs a controller, even one with
 	// low-level handlers only (handing objects over takes a reconcile).
 	ReconcilesEveryKind() bool
+	// KeepsNames: every object that change handlers or daemons work on
+	// carries the operator's finalizer, so that no object takes its name
+	// while a replica still works on it. A ring member's objects move
+	// between replicas, and an object created anew under a name may be
+	// placed on another replica than its predecessor's.
+	KeepsNames() bool
 	// Bound wraps the engine's clients: a ring member's writes to objects
 	// end with its tenure.
 	Bound(c client.Client) client.Client
@@ -108,6 +114,10 @@ type Engine struct {
 	// names a kind selected while running (nil: none).
 	Kinds   []schema.GroupVersionKind
 	Unknown []string
+	// Finalized are the kinds of Kinds that change handlers or daemons
+	// work on: where the ownership keeps names (KeepsNames), their
+	// objects carry the operator's finalizer.
+	Finalized []schema.GroupVersionKind
 	// Config, HTTPClient and Mapper are the manager's.
 	Config     *rest.Config
 	HTTPClient *http.Client
@@ -162,6 +172,7 @@ func (Unshared) Claim(client.Object, time.Time) Claim { return Claim{} }
 func (Unshared) FoundAtStart(initial bool) bool       { return initial }
 func (Unshared) Entered(client.Object)                {}
 func (Unshared) ReconcilesEveryKind() bool            { return false }
+func (Unshared) KeepsNames() bool                     { return false }
 func (Unshared) Bound(c client.Client) client.Client  { return c }
 func (Unshared) Fence() func(metav1.Object) error     { return nil }
 func (Unshared) Watch(context.Context, func() map[string]int, func(func(string, string) bool)) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,6 +34,13 @@ type AssignerSettings struct {
 	Durations
 	// Kinds are the sharded kinds.
 	Kinds []schema.GroupVersionKind
+	// Finalizer, if set, is the operator's finalizer, which a placement
+	// gives to the objects of the kinds of Kinds that Finalized names:
+	// those that handlers or daemons work on, whose names the ring keeps
+	// taken while a replica works on one (docs/sharding.md, "One object,
+	// one name").
+	Finalizer string
+	Finalized []schema.GroupVersionKind
 	// Workers is how many objects the assigner writes at once (default
 	// DefaultAssignerWorkers).
 	Workers int
@@ -55,6 +63,15 @@ type AssignerSettings struct {
 	// while it follows the ring's Leases: every member hands over the
 	// objects that hash to another of them.
 	OnEpoch func(sharding.Epoch)
+}
+
+// finalizerOf is the finalizer that a placement of an object of the kind
+// (an index into Kinds) adds; "" if none.
+func (s AssignerSettings) finalizerOf(kind int) string {
+	if kind < len(s.Kinds) && slices.Contains(s.Finalized, s.Kinds[kind]) {
+		return s.Finalizer
+	}
+	return ""
 }
 
 // withDefaults fills the zero values and checks the settings.

@@ -157,12 +157,14 @@ func TestSeenOf(t *testing.T) {
 	main, other := KeysOf("operators", "main"), KeysOf("elsewhere", "main")
 	in := &metav1.PartialObjectMetadata{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "42",
+			Finalizers: []string{"x/y"}, DeletionTimestamp: &metav1.Time{},
 			Labels: map[string]string{main.Owner: "m1", other.Owner: "x", "app": "demo"},
 			Annotations: map[string]string{main.Next: "m2", main.Granted: "m1", other.Granted: "x",
 				"kopf.zalando.org/last-handled-configuration": "{}"}},
 	}
 	want := seen{uid: "u-1", resourceVersion: "42", now: sharding.Placement{Owner: "m1", Granted: "m1"},
-		foreign: []foreignRing{{namespace: "elsewhere", ring: "main", owner: "x", granted: "x"}}, bucket: BucketLabel("ns", "a")}
+		foreign: []foreignRing{{namespace: "elsewhere", ring: "main", owner: "x", granted: "x"}}, bucket: BucketLabel("ns", "a"),
+		finalizers: []string{"x/y"}, deleting: true}
 	if diff := cmp.Diff(want, seenOf(main, in), cmp.AllowUnexported(seen{}, foreignRing{})); diff != "" {
 		t.Errorf("seenOf() -want +got:\n%s", diff)
 	}

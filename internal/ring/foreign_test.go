@@ -73,7 +73,7 @@ func TestForeignHolder(t *testing.T) {
 // belongs to this ring alone.
 func TestPatchBodyDropsOtherRings(t *testing.T) {
 	s := seen{uid: "u-1", resourceVersion: "42", foreign: []foreignRing{{namespace: "ops", ring: "old", owner: "m0", granted: "m0"}}}
-	got, err := patchBody(KeysOf("ops", "main"), s, sharding.Move{Owner: "m1"})
+	got, err := patchBody(KeysOf("ops", "main"), s, sharding.Move{Owner: "m1"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

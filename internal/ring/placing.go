@@ -3,6 +3,7 @@ package ring
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +28,14 @@ type key struct {
 // another). The owner is granted the object too, the object's bucket
 // label is set, and a handover request of an assigner before the ring's
 // epoch goes.
-func patchBody(k Keys, s seen, mv sharding.Move) ([]byte, error) {
+//
+// A finalizer, if given, is added too, unless the object has it or is
+// being deleted (which admits no new finalizer): the operator's, on the
+// objects of a kind that handlers or daemons work on, which their owner
+// would add before its first handler anyway (docs/sharding.md, "One
+// object, one name"). The finalizers are a list, which a merge patch
+// replaces whole: the resourceVersion guards the rest of it.
+func patchBody(k Keys, s seen, mv sharding.Move, finalizer string) ([]byte, error) {
 	if s.resourceVersion == "" || s.uid == "" {
 		return nil, errors.New("a guarded write needs the object's uid and resourceVersion")
 	}
@@ -40,6 +48,9 @@ func patchBody(k Keys, s seen, mv sharding.Move) ([]byte, error) {
 	}
 	dropForeign(labels, annotations, s.foreign) // the object is this ring's alone (foreign.go)
 	meta := map[string]any{"uid": s.uid, "resourceVersion": s.resourceVersion, "labels": labels, "annotations": annotations}
+	if finalizer != "" && !s.deleting && !slices.Contains(s.finalizers, finalizer) {
+		meta["finalizers"] = append(slices.Clone(s.finalizers), finalizer)
+	}
 	return json.Marshal(map[string]any{"metadata": meta})
 }
 
@@ -140,10 +151,14 @@ type seen struct {
 	foreign              []foreignRing
 	// bucket is the object's bucket label as it should be.
 	bucket string
+	// finalizers are the object's; deleting: it has a deletionTimestamp.
+	finalizers []string
+	deleting   bool
 }
 
 // seenOf takes what placing reads from an object's metadata.
 func seenOf(k Keys, o *metav1.PartialObjectMetadata) seen {
 	return seen{uid: string(o.UID), resourceVersion: o.ResourceVersion, now: k.Placement(o.Labels, o.Annotations),
-		foreign: foreignRingsOf(k, o.Labels, o.Annotations), bucket: BucketLabel(o.Namespace, o.Name)}
+		foreign: foreignRingsOf(k, o.Labels, o.Annotations), bucket: BucketLabel(o.Namespace, o.Name),
+		finalizers: o.Finalizers, deleting: o.DeletionTimestamp != nil}
 }

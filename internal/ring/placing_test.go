@@ -11,18 +11,29 @@ import (
 )
 
 func TestPatchBody(t *testing.T) {
+	const fin = "kopf.zalando.org/KopfFinalizerMarker"
+	placed := `"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":null},` +
+		`"labels":{"ops.shard.kopf.dev/main":"m1","ops.shard.kopf.dev/main-bucket":"17"},"resourceVersion":"42","uid":"u-1"`
 	tests := []struct {
-		name string
-		mv   sharding.Move
-		want string
+		name      string
+		seen      seen
+		finalizer string
+		want      string
 	}{
-		{"an owner set directly is granted the object, and any handover request goes", sharding.Move{Owner: "m1"},
-			`{"metadata":{"annotations":{"ops.shard.kopf.dev/main-granted":"m1","ops.shard.kopf.dev/main-next":null},` +
-				`"labels":{"ops.shard.kopf.dev/main":"m1","ops.shard.kopf.dev/main-bucket":"17"},"resourceVersion":"42","uid":"u-1"}}`},
+		{"an owner set directly is granted the object, and any handover request goes", seen{}, "",
+			`{"metadata":{` + placed + `}}`},
+		{"the finalizer of a kind whose names the ring keeps is added after the others", seen{finalizers: []string{"other/one"}}, fin,
+			`{"metadata":{` + placed + `,"finalizers":["other/one","` + fin + `"]}}`},
+		{"an object that has the finalizer gets no list", seen{finalizers: []string{fin}}, fin,
+			`{"metadata":{` + placed + `}}`},
+		{"an object being deleted admits no new finalizer", seen{deleting: true}, fin,
+			`{"metadata":{` + placed + `}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1", resourceVersion: "42", bucket: "17"}, tt.mv)
+			s := tt.seen
+			s.uid, s.resourceVersion, s.bucket = "u-1", "42", "17"
+			got, err := patchBody(KeysOf("ops", "main"), s, sharding.Move{Owner: "m1"}, tt.finalizer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,13 +55,13 @@ func canonical(t *testing.T, raw string) any {
 
 // Every write is guarded by the uid and the resourceVersion, and a write must write something.
 func TestPatchBodyRefuses(t *testing.T) {
-	if _, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1"}, sharding.Move{Owner: "m1"}); err == nil {
+	if _, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1"}, sharding.Move{Owner: "m1"}, ""); err == nil {
 		t.Error("patchBody() without a resourceVersion gave a patch")
 	}
-	if _, err := patchBody(KeysOf("ops", "main"), seen{resourceVersion: "42"}, sharding.Move{Owner: "m1"}); err == nil {
+	if _, err := patchBody(KeysOf("ops", "main"), seen{resourceVersion: "42"}, sharding.Move{Owner: "m1"}, ""); err == nil {
 		t.Error("patchBody() without a uid gave a patch")
 	}
-	if _, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1", resourceVersion: "42"}, sharding.Move{}); err == nil {
+	if _, err := patchBody(KeysOf("ops", "main"), seen{uid: "u-1", resourceVersion: "42"}, sharding.Move{}, ""); err == nil {
 		t.Error("patchBody() of an empty move gave a patch")
 	}
 }

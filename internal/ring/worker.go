@@ -119,7 +119,7 @@ func (t *term) place(ctx context.Context, k key, s seen, live []string, e shardi
 	if t.heldByAnotherRing(ctx, k, s) {
 		return sharding.Move{}, false, nil // looked at again later (foreign.go)
 	}
-	body, err := patchBody(t.a.keys, s, mv)
+	body, err := patchBody(t.a.keys, s, mv, t.a.s.finalizerOf(k.kind))
 	if err != nil {
 		return mv, false, err
 	}

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,11 @@ import (
 // with the owner label and the grant of the member the ring's epoch
 // hashes it to, and the ring's assigner writes to none of them. An object
 // created with generateName has no name to hash at admission: the
-// assigner places it, as without the webhook.
+// assigner places it, as without the webhook. Every placed object carries
+// the operator's finalizer, though the kind has no delete handler: the
+// ring keeps a name taken while a replica works on its object.
 func TestShardPlacementAtAdmission(t *testing.T) {
+	const finalizer = "kopf.zalando.org/KopfFinalizerMarker"
 	kopftest.NoLeaks(t)
 	ns := namespace(t)
 	reg := handlers.NewRegistry()
@@ -84,6 +88,11 @@ func TestShardPlacementAtAdmission(t *testing.T) {
 		if got, want := obj.GetLabels()[keys.Bucket], sharding.ObjectKey(ns, obj.GetName()); got != want {
 			t.Errorf("%s was created with the bucket label %q, want %q", obj.GetName(), got, want)
 		}
+		// The kind has a change handler and no delete handler: the ring
+		// alone needs the finalizer, to keep the name taken.
+		if !slices.Contains(obj.GetFinalizers(), finalizer) {
+			t.Errorf("%s was created with the finalizers %q, want %q among them", obj.GetName(), obj.GetFinalizers(), finalizer)
+		}
 	}
 	generated := kex(ns, "", nil, map[string]any{})
 	generated.SetGenerateName("generated-")
@@ -106,6 +115,10 @@ func TestShardPlacementAtAdmission(t *testing.T) {
 			}
 		}
 		return true
+	})
+	kopftest.Eventually(t, "the object created with generateName placed with the finalizer too", 30*time.Second, func() bool {
+		obj := kex(ns, generated.GetName(), nil, nil)
+		return k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj) == nil && slices.Contains(obj.GetFinalizers(), finalizer)
 	})
 	if got := log.with("Assigned " + ns + "/placed-"); len(got) > 0 {
 		t.Errorf("the assigner placed objects that the webhook had placed: %q", got)

@@ -61,6 +61,9 @@ type testRing struct {
 	namespaces []string
 	// register adds a test's own handlers to a replica's registry.
 	register func(reg *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string)
+	// ownHandlersOnly leaves the detector's handlers out: register's are
+	// the replicas' only ones.
+	ownHandlersOnly bool
 	// name and leaseNS, if set, are the ring's name and the namespace of
 	// its Leases, instead of ringName and the ring's namespace.
 	name, leaseNS string
@@ -107,7 +110,9 @@ func (r *testRing) start(name string) *replica {
 	r.t.Helper()
 	reg := handlers.NewRegistry()
 	res := handlers.ForKind(reg, "kopf.dev", "v1", "KopfExample")
-	r.handlersOf(res, name)
+	if !r.ownHandlersOnly {
+		r.handlersOf(res, name)
+	}
 	if r.register != nil {
 		r.register(reg, res, name)
 	}

@@ -20,10 +20,15 @@ type Placer struct {
 func (p *Placer) set(own *Ownership) { p.own.Store(own) }
 
 // Placement is what an object being created gets: its owner label and
-// grant, both naming Owner, and its bucket label, under the ring's keys.
+// grant, both naming Owner, and its bucket label, under the ring's keys;
+// and, if its kind has change handlers or daemons, the operator's
+// Finalizer, which the owner's engine would add before any handler ran
+// (a write saved): so that no object takes its name while a replica
+// still works on it (docs/sharding.md, "One object, one name").
 type Placement struct {
 	OwnerLabel, GrantAnnotation, Owner string
 	BucketLabel, Bucket                string
+	Finalizer                          string
 }
 
 // Place is the placement of an object being created with the given
@@ -49,7 +54,7 @@ func (p *Placer) Place(namespace, name string, labels map[string]string) (Placem
 		return Placement{}, false
 	}
 	return Placement{OwnerLabel: own.keys.Owner, GrantAnnotation: own.keys.Granted, Owner: owner,
-		BucketLabel: own.keys.Bucket, Bucket: ring.BucketLabel(namespace, name)}, true
+		BucketLabel: own.keys.Bucket, Bucket: ring.BucketLabel(namespace, name), Finalizer: own.finalizer}, true
 }
 
 // serves reports whether the ring serves the namespace, as its assigner

@@ -28,6 +28,10 @@ type Sharding struct {
 	// Placer, if set, is given the member's ownership, to place objects
 	// at their creation (admission.go).
 	Placer *Placer
+	// Finalizer is the operator's: placement at admission gives it to
+	// the objects of kinds that handlers or daemons work on, as the
+	// member's engine would (ownership.Ownership's KeepsNames).
+	Finalizer string
 	// NoStandby keeps the member from watching, before anyone dies, the
 	// buckets it would adopt (adopting.go): it holds its share alone, and
 	// a takeover lists the dead member's objects first.

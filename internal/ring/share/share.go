@@ -52,6 +52,8 @@ type Ownership struct {
 	// leases reads the Leases of the ring's namespace: another ring's tell
 	// whether an orphaned retirement's objects are claimed first.
 	leases client.Reader
+	// finalizer is the operator's, which placement at admission adds.
+	finalizer string
 }
 
 var _ ownership.Ownership = (*Ownership)(nil)
@@ -73,7 +75,7 @@ func New(c client.Client, sh Sharding, identity string, clk clock.WithTicker, lo
 	if err != nil {
 		return nil, fmt.Errorf("join the ring %q: %w", sh.Ring, err)
 	}
-	own := &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log, noStandby: sh.NoStandby, leases: c,
+	own := &Ownership{name: sh.Ring, keys: ring.KeysOf(sh.Namespace, sh.Ring), member: member, clock: clk, log: log, noStandby: sh.NoStandby, leases: c, finalizer: sh.Finalizer,
 		assigner: ring.AssignerSettings{Ring: sh.Ring, Namespace: sh.Namespace, Identity: identity,
 			Durations: sh.Durations,
 			Workers:   sh.AssignerWorkers, Namespaces: namespaces, Served: served, Logger: log.WithName("assigner"),
@@ -296,6 +298,7 @@ func (r *Ownership) Entered(obj client.Object) {
 // ReconcilesEveryKind: handing an object over takes a reconcile, also of
 // a kind with low-level handlers only.
 func (r *Ownership) ReconcilesEveryKind() bool { return true }
+func (r *Ownership) KeepsNames() bool          { return true }
 
 // Bound ends every write of the engine to objects with the member's
 // tenure: none starts after another member could have taken its objects
@@ -313,7 +316,7 @@ func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 		return nil, fmt.Errorf("shard ring %q: %s is selected while running, which sharding does not support yet; register it with For or ForKind", r.name, e.Unknown[0])
 	}
 	s := r.assigner
-	s.Kinds = e.Kinds
+	s.Kinds, s.Finalizer, s.Finalized = e.Kinds, r.finalizer, e.Finalized
 	s.OnEpoch = func(e sharding.Epoch) {
 		if r.epoch.set(e) {
 			r.log.V(1).Info("The ring's epoch was published.", "epoch", e.Serial, "members", e.Members, "retired", e.RetiredNames())
