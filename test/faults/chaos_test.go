@@ -149,6 +149,9 @@ func (c *chaosPlan) next() step {
 	case faultlog.Join:
 		c.ids++
 		p.podID = fmt.Sprintf("joined-%d", c.ids)
+	case faultlog.NameReused:
+		c.ids++
+		p.podID = fmt.Sprintf("reuser-%d", c.ids)
 	case faultlog.TermIgnored:
 		c.ids++
 		p.podID = fmt.Sprintf("stubborn-%d", c.ids)

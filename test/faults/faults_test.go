@@ -17,9 +17,11 @@ import (
 // while a driver changes objects all along. Faults that do not depend
 // on each other hit different replicas at once, in two waves, to keep
 // the run short (the nemeses of the L7 proxy among them: writes held,
-// a share's watch and the assigner's watch of Leases stalled); the
-// second ring comes last and alone, since it touches
-// every object if it goes wrong. One process takes two faults, a label
+// a share's watch and the assigner's watch of Leases stalled); then,
+// alone, a join during which objects of a kind without a finalizer of
+// its own are deleted and created anew under their names while their
+// old owners work on them; the second ring comes last and alone, since
+// it touches every object if it goes wrong. One process takes two faults, a label
 // edit and then a kill, as random runs do: the kill's move must not be
 // charged to the edit. It fails on any moment at which two
 // replicas were active on one object, on any result that landed on a
@@ -69,6 +71,9 @@ func TestFaults(t *testing.T) {
 		// The assigner's watch of Leases stalled while members die,
 		// restart, join and leave.
 		{at: wave2, kind: faultlog.LeaseWatchStalled, slow: -1, hold: hold},
+		// Alone: a join whose buckets carry names deleted and created
+		// anew while their old owners work on them.
+		{barrier: true, kind: faultlog.NameReused, slow: -1, podID: "replica-reuser"},
 		// Last, alone: a second ring of the same name.
 		{barrier: true, kind: faultlog.SecondRing, slow: -1, hold: hold},
 	}
@@ -115,4 +120,24 @@ func (s *suite) judgeOverlap(rep checker.Report, first, second string) {
 	}
 	t.Logf("%s and then %s on %s: of the first's %d objects, %d moved before the second, %d after it (the second's), %d were deleted",
 		first, second, a.Fault.Actor, a.Objects, a.Moved, a.Later, a.Gone)
+}
+
+// TestNameReused injects the name-reused fault alone, into a small ring
+// at the library's default durations: a replica joins while
+// incarnations' create handlers run, and the names whose buckets move to
+// it are deleted and created anew at once. It fails on any overlap (two
+// incarnations of one name worked on at once) and on a fault that tested
+// nothing (no predecessor still worked on at its deletion).
+func TestNameReused(t *testing.T) {
+	kopftest.NoLeaks(t)
+	s := newSuite(t, "names", defaults, func(line string) { t.Log(line) })
+	s.start([]time.Duration{0, 2 * time.Second, 4 * time.Second, 0}, 8, time.Second, 1)
+	s.follow(context.Background(), []step{{kind: faultlog.NameReused, slow: -1, podID: "replica-reuser"}})
+	s.wait()
+	bound := takeoverBound(defaults)
+	s.settle(bound)
+	rep := s.finish()
+	t.Logf("%s\n%s", s.drv.summary(), rep.Text())
+	s.judge(rep, bound, true)
+	t.Logf("TestNameReused took %s", time.Since(s.began).Round(time.Second))
 }

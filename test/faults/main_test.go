@@ -28,14 +28,20 @@ var fixtures struct {
 	probe string
 }
 
-// TestMain runs the tests against one control plane with the example CRD
-// and the peering CRDs (the second ring's peering needs them), with the
-// probe built.
+// TestMain runs the tests against one control plane with the example CRD,
+// the probe's Incarnation CRD (the name-reused nemesis's kind) and the
+// peering CRDs (the second ring's peering needs them), with the probe
+// built.
 func TestMain(m *testing.M) {
-	crds := append([]string{testenv.ExampleCRD()}, testenv.PeeringCRDs()...)
+	crds := append([]string{testenv.ExampleCRD(), incarnationCRD()}, testenv.PeeringCRDs()...)
 	os.Exit(testenv.Main(m, "faults", crds, func(f *testenv.Fixture) error {
 		fixtures.env, fixtures.kubeconfig = f.Env, f.Kubeconfig
 		fixtures.probe = filepath.Join(f.Dir, "probe")
 		return testenv.Build(fixtures.probe, "./test/faults/probe")
 	}))
+}
+
+// incarnationCRD is the path of the probe's Incarnation CRD.
+func incarnationCRD() string {
+	return filepath.Join(testenv.Root(), "test", "faults", "probe", "incarnations.yaml")
 }

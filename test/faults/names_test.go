@@ -1,6 +1,9 @@
 package faults
 
-import "github.com/kopf-go/kopf/handlers"
+import (
+	"github.com/kopf-go/kopf/handlers"
+	shardring "github.com/kopf-go/kopf/internal/ring"
+)
 
 // wireNames are the library's names on the cluster that the suite reads
 // and writes. They are in this one function because they are the
@@ -16,8 +19,9 @@ type wireNames struct {
 	memberLeasePrefix string
 	// ringLabel labels the member Leases with the ring's name.
 	ringLabel string
-	// assignerLease is the Lease that elects the ring's assigner.
-	assignerLease string
+	// assignerLease is the Lease that elects the ring's assigner, and
+	// epochLease the one on which the assigner publishes the members.
+	assignerLease, epochLease string
 }
 
 func ringWireNames(leaseNS, ring string) wireNames {
@@ -27,5 +31,6 @@ func ringWireNames(leaseNS, ring string) wireNames {
 		memberLeasePrefix: "kopf-shard-" + ring + "-",
 		ringLabel:         "shard.kopf.dev/ring",
 		assignerLease:     "kopf-shard-" + ring,
+		epochLease:        shardring.EpochLease(ring),
 	}
 }

@@ -206,7 +206,7 @@ func (r *ring) landed(ctx context.Context, ds []proxy.Delivery, member string) s
 	}
 	var epoch coordinationv1.Lease
 	retired := "unknown"
-	if err := fixtures.env.Client.Get(ctx, client.ObjectKey{Namespace: r.leaseNS, Name: r.names.assignerLease + ".epoch"}, &epoch); err == nil {
+	if err := fixtures.env.Client.Get(ctx, client.ObjectKey{Namespace: r.leaseNS, Name: r.names.epochLease}, &epoch); err == nil {
 		retired = epoch.Annotations["shard.kopf.dev/retired"]
 	}
 	return fmt.Sprintf("; the epoch's retired members now: %q (the victim's member: %s); %s", retired, member, strings.Join(out, "; "))

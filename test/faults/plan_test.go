@@ -25,7 +25,8 @@ type step struct {
 	hold time.Duration
 	// offset is when a kill's restart comes, from the lease's expiry.
 	offset time.Duration
-	// podID names the replica that a join or a stubborn replica adds.
+	// podID names the replica that a join, a stubborn replica or a
+	// reuse of names adds.
 	podID string
 	// victimOf hits the victim of the earlier step of this kind again
 	// (slow is then ignored): two faults on one process, where the
@@ -105,6 +106,8 @@ func (s *suite) step(ctx context.Context, p step) {
 			_, err := r.join(ctx, p.podID, p.slow)
 			return err
 		})
+	case faultlog.NameReused:
+		s.inject(p.kind, nil, func(ctx context.Context) error { return r.nameReused(ctx, p.podID, p.slow) })
 	case faultlog.TermIgnored:
 		s.inject(p.kind, nil, func(ctx context.Context) error { return s.stubborn(ctx, p) })
 	case faultlog.SecondRing:

@@ -80,8 +80,9 @@ type ring struct {
 	busy    map[string]bool // members under a fault, by POD_ID
 	// secondRings counts the second rings started beside this one, to
 	// give their replicas POD_IDs of their own; renames, its renames
-	// (rename_test.go).
-	secondRings, renames int
+	// (rename_test.go); reuses, its name-reused faults, to give their
+	// incarnations names of their own (nemesis_names_test.go).
+	secondRings, renames, reuses int
 	// renaming: a rename of the ring is under way (rename_test.go).
 	renaming bool
 	// extra are more of the runner's flags for its replicas.

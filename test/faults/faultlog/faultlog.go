@@ -32,6 +32,13 @@ const (
 	Join            = "churn-join"       // a new replica joins the ring
 	Leave           = "churn-leave"      // a replica leaves it gracefully (SIGTERM)
 	SecondRing      = "second-ring"      // a ring of the same name with its Leases elsewhere
+	// NameReused: a replica joins, and objects of a kind whose handlers
+	// need no finalizer, in buckets that the join moves to it, are
+	// deleted and created anew under their names while their old owner
+	// still works on them. Two incarnations of one name are one object
+	// to the checker: the ring must keep the name taken until the old
+	// owner is done.
+	NameReused = "name-reused"
 	// Through the replica's L7 proxy: one class of its requests, while
 	// the rest of its connection works.
 	LeaseWatchStalled = "lease-watch-stalled" // its watch of Leases stalls (its renewals go on)
@@ -47,7 +54,7 @@ const (
 
 // Kinds lists every fault, in the order the reports show them.
 var Kinds = []string{PartitionRefuse, PartitionHang, Kill, Pause, TermIgnored, LeaseDeleted, LabelEdited,
-	RestartAtOnce, RestartBefore, RestartAt, RestartAfter, Join, Leave, SecondRing,
+	RestartAtOnce, RestartBefore, RestartAt, RestartAfter, Join, Leave, NameReused, SecondRing,
 	LeaseWatchStalled, ShareWatchStalled, WriteDelayed}
 
 // Entry is one fault or lifecycle event.

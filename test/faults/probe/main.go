@@ -1,9 +1,10 @@
 // Command probe is the fault suite's operator: a create, an update and a
-// delete handler and a daemon for KopfExample objects, each of which
-// records when it starts, every 50 ms while it runs, and when it ends
-// (package activity), so that the checker can tell which replicas were
-// active on an object at any moment. It checks nothing itself: it shows
-// what the library lets happen.
+// delete handler and a daemon for KopfExample objects, and a create
+// handler alone for Incarnation objects, each of which records when it
+// starts, every 50 ms while it runs, and when it ends (package
+// activity), so that the checker can tell which replicas were active on
+// an object at any moment. It checks nothing itself: it shows what the
+// library lets happen.
 //
 // Its own flags come first, then "--" and the standalone runner's flags:
 //
@@ -34,10 +35,20 @@ import (
 // suite's short runs see every object through.
 const retryDelay = time.Second
 
+// The Incarnation kind (incarnations.yaml): its handlers need no
+// finalizer, so that nothing but the ring keeps an object's name taken
+// while a replica works on it.
+const (
+	incarnationGroup   = "faults.kopf.dev"
+	incarnationVersion = "v1"
+	incarnationKind    = "Incarnation"
+)
+
 // config is the probe's own command line.
 type config struct {
 	records                string
 	create, update, delete time.Duration
+	incarnation            time.Duration
 	slow                   time.Duration
 	ignoreStop             bool
 	sharding               handlers.Sharding
@@ -50,6 +61,7 @@ func parse(args []string) (config, []string, error) {
 	fs.DurationVar(&c.create, "create", 3*time.Second, "how long the create handler works")
 	fs.DurationVar(&c.update, "update", time.Second, "how long the update handler works")
 	fs.DurationVar(&c.delete, "delete", time.Second, "how long the delete handler works")
+	fs.DurationVar(&c.incarnation, "incarnation", 20*time.Second, "how long the Incarnation's create handler works (longer than a join takes)")
 	fs.DurationVar(&c.slow, "slow", 0, "how long handlers and daemons go on after their context is cancelled")
 	fs.BoolVar(&c.ignoreStop, "ignore-stop", false, "daemons ignore their cancellation altogether")
 	fs.DurationVar(&c.sharding.LeaseDuration, "lease-duration", 0, "Options.Sharding.LeaseDuration (0: the library's default)")
@@ -83,6 +95,9 @@ func main() {
 	handlers.OnUpdate(kex, "update", p.handler(activity.Update, c.update), handlers.Backoff(retryDelay))
 	handlers.OnDelete(kex, "delete", p.handler(activity.Delete, c.delete), handlers.Backoff(retryDelay))
 	handlers.Daemon(kex, "daemon", p.daemon(c.ignoreStop), handlers.Backoff(retryDelay))
+	// One change handler and nothing else: no delete handler, no daemon.
+	inc := handlers.ForKind(reg, incarnationGroup, incarnationVersion, incarnationKind)
+	handlers.OnCreate(inc, "create", p.handler(activity.Create, c.incarnation), handlers.Backoff(retryDelay))
 
 	// handlers.Main reads the runner's flags from os.Args; the probe's own
 	// flags are not among them.
