@@ -28,6 +28,14 @@ type term struct {
 	queue  workqueue.TypedRateLimitingInterface[key]
 	tally  tally
 
+	// placing is held (read) by each worker from its look at the members
+	// to the end of its write, and (write) by a publication of the
+	// epoch: so a placement decided among members that included one
+	// lands before the epoch that retires it, and every object that
+	// carries a retired member's name carried it when it was retired
+	// (its adopters take it; the check that drops the member sees it).
+	placing sync.RWMutex
+
 	mu          sync.Mutex
 	members     []string // the live members, as last computed
 	round       int      // counts the changes of members and of the epoch
@@ -291,6 +299,8 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	// Published before the sweep places anything with them, so that the
 	// members hand over to where the assigner places, and adopt what the
 	// sweep leaves out.
+	// The placements in flight land first (placing).
+	t.placing.Lock()
 	err = publish(ctx, leases, t.a.s.Ring, t.a.s.Identity, next)
 	if err != nil && ctx.Err() == nil {
 		t.a.s.Logger.Error(err, "The ring's epoch could not be published; the members do not hand over to the new ones nor adopt the retired ones' objects until it is, and it is tried again after a renew period.")
@@ -304,6 +314,7 @@ func (t *term) recount(ctx context.Context) (again bool) {
 		changed = true
 	}
 	t.mu.Unlock()
+	t.placing.Unlock()
 	if changed {
 		select {
 		case t.swept <- struct{}{}:

@@ -36,10 +36,12 @@ func (t *term) handle(ctx context.Context, k key) {
 		t.queue.Forget(k)
 		return
 	}
+	t.placing.RLock()
 	t.mu.Lock()
 	live, round, e := t.members, t.round, t.epoch
 	t.mu.Unlock()
 	mv, wrote, err := t.place(ctx, k, s, live, e)
+	t.placing.RUnlock()
 	if apierrors.IsConflict(err) || precondition.UIDRefused(err) {
 		t.a.s.Logger.V(1).Info("An object changed while it was placed; it is placed again.", "object", k.String())
 		var again bool
