@@ -126,7 +126,7 @@ func (e *engine) childController(o ownedChildren, owners, childCache cache.Cache
 		Child:      o.kind, ChildGVK: o.gvk, Memories: r.memories, Indices: r.settings.Indices, Clock: r.settings.Clock,
 		Defaults: r.settings.defaults(), Context: r.handlerContext, Label: r.kindLabel,
 		Log: e.mgr.GetLogger().WithValues("controller", name), Known: known})
-	if ctrl, err = controller.NewUnmanaged(name, e.controllerOptions(watch, r.settings.MaxConcurrentReconciles)); err != nil {
+	if ctrl, err = controller.NewUnmanaged(name, e.controllerOptions(name, watch, r.settings.MaxConcurrentReconciles)); err != nil {
 		return nil, nil, fmt.Errorf("create the controller of the children %s of %s: %w", o.gvk.Kind, r.objects.GVK.Kind, err)
 	}
 	if err := ctrl.Watch(source.Kind[client.Object](childCache, o.newChild(), watch.Events())); err != nil {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kopf-go/kopf/internal/jitter"
+	"github.com/kopf-go/kopf/internal/lazylog"
 	"github.com/kopf-go/kopf/internal/lowlevel"
 )
 
@@ -117,7 +120,7 @@ func (e *engine) lowLevelOn(ctx context.Context, c cache.Cache, kinds []*kindSta
 // controller makes a kind's controller for one run: its objects come from
 // the run's cache, and its daemons' requests from the kind's channel.
 func (e *engine) controller(r *kindState, c cache.Cache) (controller.Controller, error) {
-	ctrl, err := controller.NewUnmanaged(controllerName(r.objects.GVK), e.controllerOptions(r.cycles, r.settings.MaxConcurrentReconciles))
+	ctrl, err := controller.NewUnmanaged(controllerName(r.objects.GVK), e.controllerOptions(controllerName(r.objects.GVK), r.cycles, r.settings.MaxConcurrentReconciles))
 	if err != nil {
 		return nil, fmt.Errorf("create the controller for %s: %w", r.objects.GVK.Kind, err)
 	}
@@ -133,9 +136,11 @@ func (e *engine) controller(r *kindState, c cache.Cache) (controller.Controller,
 }
 
 // controllerOptions are the options of a run's controller: the embedding
-// manager's defaults, with the engine's rate limiter.
-func (e *engine) controllerOptions(r reconcile.Reconciler, workers int) controller.Options {
-	opts := controller.Options{Reconciler: r, MaxConcurrentReconciles: workers, Logger: e.mgr.GetLogger()}
+// manager's defaults, with the engine's rate limiter and reconcile
+// loggers.
+func (e *engine) controllerOptions(name string, r reconcile.Reconciler, workers int) controller.Options {
+	opts := controller.Options{Reconciler: r, MaxConcurrentReconciles: workers, Logger: e.mgr.GetLogger(),
+		LogConstructor: reconcileLogger(e.mgr.GetLogger(), name)}
 	opts.DefaultFromConfig(e.mgr.GetControllerOptions())
 	opts.RateLimiter = jitteredRateLimiter(ptr.Deref(opts.UsePriorityQueue, true))
 	// Each run makes the controllers again, under the same names.
@@ -224,4 +229,23 @@ func collect(errs <-chan error) []error {
 		out = append(out, err)
 	}
 	return out
+}
+
+// reconcileLogger makes the logger of each reconcile as controller-
+// runtime's default does (the controller's name; the object, its
+// namespace and its name), with the object's values bound only when the
+// reconcile writes a line (lazylog.ForCall). A structured logger such as
+// zap encodes values at every WithValues: three times a reconcile with
+// the default (the object, controller-runtime's reconcileID, and the
+// posting of the object's lines), whether or not the cycle writes
+// anything, and most cycles write nothing (a takeover's tens of
+// thousands of first cycles among them).
+func reconcileLogger(base logr.Logger, name string) func(*reconcile.Request) logr.Logger {
+	controllerLog := base.WithValues("controller", name)
+	return func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return controllerLog
+		}
+		return lazylog.ForCall(controllerLog, "object", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
+	}
 }

@@ -80,6 +80,38 @@ func TestBindsOnlyWhenWriting(t *testing.T) {
 	}
 }
 
+// The logger of a call binds at its first line and keeps the binding:
+// one binding however many lines it writes, none if it writes none, and
+// the loggers made from it keep theirs apart.
+func TestForCallBindsOnceAtTheFirstLine(t *testing.T) {
+	counting := &countingSink{}
+	log := ForCall(logr.New(counting), "k", "v")
+	log = log.WithValues("reconcileID", "r").WithCallDepth(1)
+	if counting.withValues != 0 || counting.withCallDepth != 0 {
+		t.Fatalf("values were bound %d times, depths %d times, before any line", counting.withValues, counting.withCallDepth)
+	}
+	log.Info("one")
+	log.V(1).Info("two")
+	log.Error(nil, "three")
+	if counting.withValues != 1 || counting.withCallDepth != 1 {
+		t.Errorf("values were bound %d times, depths %d times, for three lines; want 1 and 1", counting.withValues, counting.withCallDepth)
+	}
+	log.WithValues("more", 1).Info("four")
+	if counting.withValues != 2 {
+		t.Errorf("a logger made from a bound one was bound %d times in all, want once more", counting.withValues)
+	}
+	var lines []string
+	base := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
+	call := ForCall(base, "name", "n")
+	call.Info("a")
+	call.WithValues("handler", "h").Info("b")
+	call.Info("c")
+	want := []string{`"level"=0 "msg"="a" "name"="n"`, `"level"=0 "msg"="b" "name"="n" "handler"="h"`, `"level"=0 "msg"="c" "name"="n"`}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestDiscardStaysDiscard(t *testing.T) {
 	if WithValues(logr.Discard(), "k", "v").GetSink() != nil {
 		t.Error("a discarding logger got a sink")
