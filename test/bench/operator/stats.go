@@ -25,6 +25,7 @@ func statsHandler(counter *requests.Counter, rec *recorder, heapProfile string) 
 	// process that may never exit cleanly to write its --cpuprofile.
 	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	mux.Handle("/debug/pprof/allocs", httppprof.Handler("allocs"))
 	mux.Handle("/debug/pprof/block", httppprof.Handler("block"))
 	mux.Handle("/debug/pprof/mutex", httppprof.Handler("mutex"))
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
