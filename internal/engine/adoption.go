@@ -53,6 +53,9 @@ type adoption struct {
 	// replica adopts from: until it does, the standby caches hold nothing
 	// to work on, and neither reads nor drains look into them.
 	adopting atomic.Bool
+	// claimsFrom is when the drains may claim again (unix nanoseconds):
+	// claimsAfterTakeover after the epoch last gave this replica objects.
+	claimsFrom atomic.Int64
 }
 
 // adoptKey names an adoption cache: a retired member has one per
@@ -84,6 +87,15 @@ type adoptCache struct {
 // the objects are worked on meanwhile all the same.
 const drainPace = 20 * time.Millisecond
 
+// claimsAfterTakeover is how long the drains wait, after an epoch gave
+// this replica objects, before they claim any. Nothing waits for the
+// claims (a write of the engine's claims its object first), and each one
+// takes a write of the API server and an event to every cache of the
+// object, which a takeover's start of tens of thousands of objects needs
+// the CPUs for: at 100,000 objects, a survivor starts its part within
+// the seconds after the epoch (docs/sharding.md, "Adoption").
+const claimsAfterTakeover = 5 * time.Second
+
 // run keeps one cache per retired member that this replica adopts from,
 // and the standby caches, until ctx ends, and then stops them all and
 // waits for them.
@@ -100,6 +112,9 @@ func (a *adoption) run(ctx context.Context) {
 			adopting = adopting || retired != ownership.Standby
 		}
 		a.adopting.Store(adopting)
+		if adopting && changed != asked {
+			a.claimsFrom.Store(time.Now().Add(claimsAfterTakeover).UnixNano())
+		}
 		a.follow(ctx, want, changed != asked)
 		asked = changed
 		var again <-chan time.Time
@@ -459,6 +474,9 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 					continue
 				}
 				left++
+				if !a.claimsWait(ctx) {
+					return
+				}
 				select {
 				case <-ctx.Done():
 					return
@@ -506,6 +524,22 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 				return
 			case <-time.After(drainIdle):
 			}
+		}
+	}
+}
+
+// claimsWait waits until the drains may claim (claimsFrom); false if ctx
+// ended first.
+func (a *adoption) claimsWait(ctx context.Context) bool {
+	for {
+		wait := time.Until(time.Unix(0, a.claimsFrom.Load()))
+		if wait <= 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
 		}
 	}
 }

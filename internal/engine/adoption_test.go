@@ -235,3 +235,24 @@ func TestFollowLooksThroughKeptCachesOnlyForANewAnswer(t *testing.T) {
 		t.Errorf("a new answer: the kept cache was listed %d times, want once", c.lists)
 	}
 }
+
+// The drains claim nothing until claimsFrom: a takeover's start of its
+// objects has the CPUs first. A wait ends with its context too.
+func TestClaimsWaitUntilClaimsFrom(t *testing.T) {
+	a := &adoption{}
+	if !a.claimsWait(context.Background()) {
+		t.Fatal("with no takeover, the claims waited")
+	}
+	const wait = 100 * time.Millisecond
+	from := time.Now().Add(wait)
+	a.claimsFrom.Store(from.UnixNano())
+	if !a.claimsWait(context.Background()) || time.Now().Before(from) {
+		t.Errorf("the claims went %s before claimsFrom", time.Until(from))
+	}
+	a.claimsFrom.Store(time.Now().Add(time.Hour).UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if a.claimsWait(ctx) {
+		t.Error("a wait whose context ended said the claims may go")
+	}
+}
