@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -24,12 +23,5 @@ func TestRingRenamed(t *testing.T) {
 	}
 	s := newSuite(t, "renamed", d, func(line string) { t.Log(line) })
 	s.start([]time.Duration{0, scaled(2*time.Second, scale), scaled(4*time.Second, scale)}, 12, 500*time.Millisecond, 1)
-	s.follow(context.Background(), []step{{kind: ringRenamed, slow: -1}})
-	s.wait()
-	bound := takeoverBound(d)
-	s.settle(bound)
-	rep := s.finish()
-	t.Logf("%s\n%s", s.drv.summary(), rep.Text())
-	s.judge(rep, bound, true)
-	t.Logf("TestRingRenamed took %s", time.Since(s.began).Round(time.Second))
+	s.alone(d, step{kind: ringRenamed, slow: -1})
 }

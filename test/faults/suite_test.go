@@ -307,3 +307,17 @@ func (s *suite) addForeign(names map[string]bool) {
 		s.foreign[n] = true
 	}
 }
+
+// alone injects one fault into the running ring, lets the ring settle,
+// and judges the run strictly, at the durations d: the shape of a test of
+// one fault kind.
+func (s *suite) alone(d timing, p step) {
+	s.follow(context.Background(), []step{p})
+	s.wait()
+	bound := takeoverBound(d)
+	s.settle(bound)
+	rep := s.finish()
+	s.t.Logf("%s\n%s", s.drv.summary(), rep.Text())
+	s.judge(rep, bound, true)
+	s.t.Logf("%s took %s", s.t.Name(), time.Since(s.began).Round(time.Second))
+}
