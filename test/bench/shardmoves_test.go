@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -187,6 +189,10 @@ type takeoverFigures struct {
 	// too): what the survivors had to start the objects with. 0 if the
 	// machine's counters cannot be read.
 	busy float64
+	// cores is the same window's cores by process (processCPU's names):
+	// where the machine's cores went while the survivors started the
+	// objects.
+	cores map[string]float64
 }
 
 // claimWindow is how long the adopters' claims are watched after a
@@ -298,6 +304,7 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 	claims := time.Time{} // the end of the claims' window, once taken over
 	var startAt time.Time // the first daemon elsewhere, and the machine's CPU seconds then
 	var startCPU float64
+	var startProcs map[string]float64
 	for claims.IsZero() || f.labelled == 0 && time.Now().Before(claims) {
 		now := time.Now()
 		for _, rep := range r.replicas {
@@ -315,11 +322,13 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 			f.handled = now.Sub(begin)
 			if busy, ok := machineCPU(); ok && startCPU > 0 {
 				f.busy = (busy - startCPU) / now.Sub(startAt).Seconds()
+				f.cores = coresSince(startProcs, r.processCPU(), now.Sub(startAt))
 			}
 		} else if f.firstHandled == 0 && running > n-f.ran {
 			f.firstHandled = now.Sub(begin)
 			startAt = now
 			startCPU, _ = machineCPU()
+			startProcs = r.processCPU()
 		}
 		if claims.IsZero() && f.handled != 0 && (!f.assigner || f.elected != 0) {
 			claims = now.Add(claimWindow)
@@ -441,6 +450,74 @@ func machineCPU() (float64, bool) {
 	}
 	const ticks = 100 // USER_HZ on Linux
 	return busy / ticks, true
+}
+
+// processCPU is the CPU time, in seconds, that every process of the
+// machine has used, summed by name: the replicas by identity, this test
+// process as "bench", and the others by their command (kube-apiserver,
+// etcd, ...).
+func (r *benchRing) processCPU() map[string]float64 {
+	names := map[int]string{os.Getpid(): "bench"}
+	for _, rep := range r.replicas {
+		names[rep.op.proc.Pid()] = rep.identity
+	}
+	out := map[string]float64{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime stime: the command may hold
+		// spaces, so fields count from its closing parenthesis.
+		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(string(data)[end+1:])
+		if len(fields) < 13 {
+			continue
+		}
+		utime, err1 := strconv.ParseFloat(fields[11], 64)
+		stime, err2 := strconv.ParseFloat(fields[12], 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		name, ok := names[pid]
+		if !ok {
+			name = string(data)[open+1 : end]
+		}
+		const ticks = 100 // USER_HZ on Linux
+		out[name] += (utime + stime) / ticks
+	}
+	return out
+}
+
+// coresSince is how many cores each process used on average over the
+// window, from two readings of processCPU; those under 0.05 are left out.
+func coresSince(before, after map[string]float64, window time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for name, t := range after {
+		if used := (t - before[name]) / window.Seconds(); used >= 0.05 {
+			out[name] = used
+		}
+	}
+	return out
+}
+
+// coresLine says coresSince's figures, the largest first.
+func coresLine(cores map[string]float64) string {
+	names := slices.Collect(maps.Keys(cores))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(cores[b], cores[a]) })
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, cores[name]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // assignerLine is what a replica logs when its term as the assigner
