@@ -199,10 +199,11 @@ type takeoverFigures struct {
 // takeover: long enough for their rate.
 const claimWindow = 30 * time.Second
 
-// takeoverRing is how many replicas the takeover starts with: after its
-// two kills, two survivors share what the second victim ran, as after
-// the first kill three did.
-const takeoverRing = 4
+// takeoverRing is how many replicas the takeover starts with
+// (-takeover-replicas, 4 by default): after its two kills, two survivors
+// of 4 share what the second victim ran, as after the first kill three
+// did.
+var takeoverRing = flag.Int("takeover-replicas", 4, "the sharding benchmarks' takeover: how many replicas the ring starts with, at least 3 (a member's kill, then the assigner's)")
 
 // restTimeout bounds the wait for the ring to come to rest between the
 // kills: the adopters' claims, 50 a second each.
@@ -220,7 +221,7 @@ func ringTakeover(tb testing.TB, n int) []takeoverFigures {
 	driver := newClient(tb, nil)
 	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ns, ringName))
 	r := newBenchRing(tb, ns, "--daemons")
-	r.start(takeoverRing)
+	r.start(*takeoverRing)
 	createAll(tb, driver, ns, n, bulkWorkers)
 	obs.await(tb, "all are handled", phaseTimeout, handledAll(n, 0))
 	r.waitDaemons(n, phaseTimeout)
@@ -235,6 +236,9 @@ func ringTakeover(tb testing.TB, n int) []takeoverFigures {
 // each kill's figures are told as they come.
 func (r *benchRing) killTwice(obs *observer, n int, tell func(takeoverFigures)) []takeoverFigures {
 	r.tb.Helper()
+	if len(r.replicas) < 3 {
+		r.tb.Fatalf("a takeover of a member and then of the assigner needs 3 replicas at least, not %d (-takeover-replicas)", len(r.replicas))
+	}
 	var out []takeoverFigures
 	for i, killAssigner := range []bool{false, true} {
 		if i > 0 {

@@ -222,13 +222,13 @@ func scaleTakeover(tb testing.TB, f *scaleFigures) {
 	driver := newClient(tb, nil)
 	obs := observeWith(tb, ns, kex.KopfLastHandled, newRingView(ns, ringName))
 	r := newBenchRing(tb, ns, "--daemons", "--count-events")
-	r.start(takeoverRing)
+	r.start(*takeoverRing)
 	template := handledTemplate(tb, driver, obs, ns)
 	r.settle()
 	before := r.snapshot(false)
 	f.created["takeover"] = createPlaced(tb, driver, ns, n, r.members(), template)
 	obs.expect(r.members())
-	obs.await(tb, fmt.Sprintf("all are placed on %d replicas", takeoverRing), phaseTimeout, placedAll(n))
+	obs.await(tb, fmt.Sprintf("all are placed on %d replicas", *takeoverRing), phaseTimeout, placedAll(n))
 	begin := time.Now()
 	// The template object is one more.
 	r.waitDaemons(n+1, phaseTimeout)
@@ -652,7 +652,7 @@ func writeScaleTable(w io.Writer, all []scaleFigures) {
 		}
 		if len(f.takeovers) > 0 {
 			fmt.Fprintf(w, "\n%d objects, takeover (a ring of %d, a daemon per object; created in %.1f s; writes to them by the replicas after: %d):\n\n",
-				f.objects, takeoverRing, f.created["takeover"].Seconds(), f.idleWrites["takeover"])
+				f.objects, *takeoverRing, f.created["takeover"].Seconds(), f.idleWrites["takeover"])
 			row("replica killed (SIGKILL)", "its objects (and adopted, not claimed)", "new assigner after, s", "first daemon elsewhere after, s", "all daemons run elsewhere after, s",
 				"target", "met", "claims (labels moved) a second", "left unclaimed after 30 s")
 			row("---", "---:", "---:", "---:", "---:", "---", "---", "---:", "---:")
