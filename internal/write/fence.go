@@ -85,7 +85,7 @@ func (w *Writer) claimFirst(ctx context.Context, obj client.Object) error {
 	if w.claim == nil {
 		return nil
 	}
-	return w.untilFenced(ctx, obj, func() map[string]any {
+	return w.untilFenced(ctx, obj, w.refreshFenced, func() map[string]any {
 		if body := w.claim(obj); body != nil {
 			return withUID(obj, body)
 		}
@@ -94,10 +94,10 @@ func (w *Writer) claimFirst(ctx context.Context, obj client.Object) error {
 }
 
 // untilFenced sends the main patch that next makes of obj as it is; after
-// a conflict it reads obj's live metadata and, while the fence holds,
-// sends what next makes of it then, fencedAttempts times in all. Nil from
-// next: nothing is left to send.
-func (w *Writer) untilFenced(ctx context.Context, obj client.Object, next func() map[string]any) error {
+// a conflict it reads obj's live metadata with refresh, which checks the
+// fence, and sends what next makes of it then, fencedAttempts times in
+// all. Nil from next: nothing is left to send.
+func (w *Writer) untilFenced(ctx context.Context, obj client.Object, refresh func(context.Context, client.Object) error, next func() map[string]any) error {
 	for attempt := 1; ; attempt++ {
 		body := next()
 		if body == nil {
@@ -110,7 +110,7 @@ func (w *Writer) untilFenced(ctx context.Context, obj client.Object, next func()
 		if err := fencedPause(ctx, attempt); err != nil {
 			return err
 		}
-		if err := w.refreshFenced(ctx, obj); err != nil {
+		if err := refresh(ctx, obj); err != nil {
 			return err
 		}
 	}
@@ -139,7 +139,7 @@ func (w *Writer) sendMain(ctx context.Context, obj client.Object, main map[strin
 	if meta, _ := main["metadata"].(map[string]any); meta["resourceVersion"] != nil {
 		return w.send(ctx, obj, main, false)
 	}
-	return w.untilFenced(ctx, obj, func() map[string]any {
+	return w.untilFenced(ctx, obj, w.refreshWritable, func() map[string]any {
 		return withMeta(main, func(meta map[string]any) { meta["resourceVersion"] = obj.GetResourceVersion() })
 	})
 }
@@ -161,6 +161,19 @@ func fencedPause(ctx context.Context, attempt int) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// refreshWritable is refreshFenced, and the claim of the object if it is
+// adopted as it is now: a write that met a change goes again only to an
+// object that is this replica's in the API server, as a first write does
+// (claimFirst). The change may have been the object's move to a member
+// that has been retired since, whose objects this replica adopts: its
+// decision, on the object as it was, needed no claim.
+func (w *Writer) refreshWritable(ctx context.Context, obj client.Object) error {
+	if err := w.refreshFenced(ctx, obj); err != nil {
+		return err
+	}
+	return w.claimFirst(ctx, obj)
 }
 
 // refreshFenced reads the object's live metadata into obj and checks the

@@ -207,3 +207,48 @@ func TestAnAdoptedObjectIsClaimedFirst(t *testing.T) {
 		})
 	}
 }
+
+// A write decided while the object was this replica's own, which meets
+// the object moved meanwhile to a member retired since, whose objects
+// this replica adopts, claims the object before it goes again: its first
+// write to an adopted object, as every other (the fault suite found the
+// result written on the retired member's grant).
+func TestAnObjectAdoptedMeanwhileIsClaimedBeforeTheWriteGoesAgain(t *testing.T) {
+	tests := []struct {
+		name       string
+		withStatus bool
+		requests   []string
+	}{
+		{name: "the status patch", withStatus: true,
+			requests: []string{"patch status 409", "patch", "patch", "patch status", "patch"}},
+		{name: "without /status, the main patch", withStatus: false,
+			requests: []string{"patch 409", "patch", "patch", "patch"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rig := newGuardRig(t, tt.withStatus)
+			fence, claim := adoptedBy("me")
+			rig.w.WithFence(fence).WithClaim(claim, nil)
+			grant(t, rig, "me")
+			obj := rig.Read(t)
+			grant(t, rig, "retired")
+			rig.Requests, rig.Bodies = nil, nil
+			if _, err := rig.w.Commit(context.Background(), logr.Discard(), obj, cyclePatch(), KeepFinalizer); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.requests, rig.Requests); diff != "" {
+				t.Errorf("requests -want +got:\n%s\nbodies: %q", diff, rig.Bodies)
+			}
+			claimAt := len(tt.requests) - 3
+			if !tt.withStatus {
+				claimAt = len(tt.requests) - 2
+			}
+			if !strings.Contains(rig.Bodies[claimAt], `"grant":"me"`) {
+				t.Errorf("the patch after the refresh is not the claim: %q", rig.Bodies)
+			}
+			if got := rig.Read(t).GetAnnotations()["grant"]; got != "me" {
+				t.Errorf("the object is granted to %q, want me: claimed", got)
+			}
+		})
+	}
+}

@@ -130,6 +130,11 @@ func (w *Writer) sendStatus(ctx context.Context, obj client.Object, status map[s
 		if err := w.fenced(obj); err != nil {
 			return err
 		}
+		// As refreshWritable: an object that moved to a member retired
+		// since, which this replica adopts, is claimed first.
+		if err := w.claimFirst(ctx, obj); err != nil {
+			return err
+		}
 	}
 }
 

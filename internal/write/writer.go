@@ -137,7 +137,7 @@ func (w *Writer) Write(ctx context.Context, log logr.Logger, obj client.Object, 
 		}
 		if w.fence != nil {
 			// The conflict's change may be the object's move.
-			if err := w.refreshFenced(ctx, obj); err != nil {
+			if err := w.refreshWritable(ctx, obj); err != nil {
 				return true, err
 			}
 		}
