@@ -3,9 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,12 +26,6 @@ func TestAPlacementInFlightLandsBeforeItsOwnersRetirement(t *testing.T) {
 	ns := env.Namespace(t)
 	m1, _ := startMember(t, ns, "kopf@host-1", nil)
 	m2, stop2 := startMember(t, ns, "kopf@host-2", nil)
-	hold := &inflightPatches{release: make(chan struct{})}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = hold.wrap
-	startAssignerOn(t, ns, "kopf@host-1", ringLease, clock.RealClock{}, cfg)
-	eventually(t, "the epoch names both members", func() bool { return len(epochOf(t, ns).Members) == 2 })
-
 	// A name that hashes to the member that will leave.
 	name := ""
 	for i := 0; name == ""; i++ {
@@ -43,13 +34,18 @@ func TestAPlacementInFlightLandsBeforeItsOwnersRetirement(t *testing.T) {
 			name = candidate
 		}
 	}
-	hold.set("/configmaps/" + name)
+	hold := &heldPatches{name: name, started: make(chan struct{}), release: make(chan struct{})}
+	defer hold.free()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = hold.wrap
+	startAssignerOn(t, ns, "kopf@host-1", ringLease, clock.RealClock{}, cfg)
+	eventually(t, "the epoch names both members", func() bool { return len(epochOf(t, ns).Members) == 2 })
+
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"test": "assigner"}}}
 	if err := env.Client.Create(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the assigner's placement of "+name+" is held in flight", hold.holding)
-
+	<-hold.started // the assigner's placement of the object, held in flight
 	if err := stop2(); err != nil {
 		t.Fatalf("the leaving member: Start() = %v", err)
 	}
@@ -59,53 +55,9 @@ func TestAPlacementInFlightLandsBeforeItsOwnersRetirement(t *testing.T) {
 	if e := epochOf(t, ns); e.IsRetired(m2.Name()) {
 		t.Errorf("the epoch retired %s while a placement on it was in flight", m2.Name())
 	}
-	close(hold.release)
+	hold.free()
 	eventually(t, "the leaver retired once the placement landed", func() bool { return epochOf(t, ns).IsRetired(m2.Name()) })
 	if got := placements(t, ns)[name]; got.owner != m2.Name() {
 		t.Errorf("%s is owned by %q, want %s, the placement that was in flight", name, got.owner, m2.Name())
 	}
 }
-
-// inflightPatches holds the PATCH requests whose path ends with a suffix until
-// release is closed.
-type inflightPatches struct {
-	mu      sync.Mutex
-	suffix  string
-	held    bool
-	release chan struct{}
-}
-
-func (h *inflightPatches) set(suffix string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.suffix = suffix
-}
-
-func (h *inflightPatches) holding() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.held
-}
-
-func (h *inflightPatches) wrap(rt http.RoundTripper) http.RoundTripper {
-	return inflightRoundTrip(func(req *http.Request) (*http.Response, error) {
-		h.mu.Lock()
-		hold := h.suffix != "" && req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, h.suffix)
-		if hold {
-			h.held = true
-		}
-		h.mu.Unlock()
-		if hold {
-			select {
-			case <-h.release:
-			case <-req.Context().Done():
-				return nil, req.Context().Err()
-			}
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-type inflightRoundTrip func(*http.Request) (*http.Response, error)
-
-func (f inflightRoundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
