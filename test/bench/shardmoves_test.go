@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
 	"github.com/kopf-go/kopf/test/bench/internal/requests"
@@ -405,7 +407,44 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 			})
 		}
 	}
+	// The API server's CPU over the same window, with the control plane's
+	// credentials.
+	wg.Go(func() {
+		path := filepath.Join(*takeoverProfiles, fmt.Sprintf("%s-takeover-%s-kube-apiserver.cpu", r.ns, victim.identity))
+		if err := fetchAPIServerProfile(int(takeoverProfile.Seconds()), path); err != nil {
+			r.tb.Errorf("profile the API server through the takeover: %v", err)
+		}
+	})
 	return wg.Wait
+}
+
+// fetchAPIServerProfile writes the API server's CPU profile of the next
+// seconds into path (its /debug/pprof, which kube-apiserver serves to an
+// administrator).
+func fetchAPIServerProfile(seconds int, path string) error {
+	cfg := fixtures.env.Config
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	httpClient.Timeout = time.Duration(seconds+30) * time.Second
+	resp, err := httpClient.Get(strings.TrimSuffix(cfg.Host, "/") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", cfg.Host, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // fetchTo writes what url answers into path.
