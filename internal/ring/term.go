@@ -271,6 +271,12 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	live := append(t.f.live.Live(now), pending...)
 	slices.Sort(live)
 	live = slices.Compact(live)
+	// A retired member is dead for good, however a stale view of its
+	// Lease counts it (a new assigner's that never saw it deleted): it
+	// is neither placed on nor made a member again (Epoch.Next).
+	t.mu.Lock()
+	live = slices.DeleteFunc(live, t.epoch.IsRetired)
+	t.mu.Unlock()
 	doubting := t.f.live.Doubting(now)
 	held, unsure := t.held(ctx, live, now)
 	t.mu.Lock()

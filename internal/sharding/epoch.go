@@ -124,10 +124,15 @@ func (e Epoch) RetiredNames() []string {
 // now, those that were published and are not live any more retired, the
 // retired members none of whose adopters is live retired again among the
 // live ones, and those in gone dropped (no object carries their names any
-// more). Its serial is the next one if anything changed; unchanged is
-// true if nothing did.
+// more). A retired member stays retired, even if live names it: it was
+// retired once its death was confirmed or it released its Lease, so its
+// name runs nowhere any more, and only an observer's stale view of its
+// Lease can count it live (a new assigner's that never saw the Lease
+// deleted); its adopters work on its objects. Its serial is the next one
+// if anything changed; unchanged is true if nothing did.
 func (e Epoch) Next(live []string, gone []string) (next Epoch, unchanged bool) {
 	serial := e.Serial + 1
+	live = slices.DeleteFunc(slices.Clone(live), e.IsRetired)
 	next = Epoch{Serial: serial, Members: slices.Sorted(slices.Values(live)),
 		Joined: map[string]int64{}, Retired: map[string]int64{}}
 	next.Members = slices.Compact(next.Members)

@@ -69,6 +69,16 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	if e6.IsRetired("c") || !e6.IsRetired("a") || !e6.IsRetired("b") {
 		t.Errorf("retired after c is gone: %v", e6.Retired)
 	}
+
+	// A new assigner whose view of the Leases is stale counts a and b
+	// live again: they stay retired, with their adopters.
+	e7, unchanged := e6.Next([]string{"a", "b", "d"}, nil)
+	if !unchanged || e7.Serial != e6.Serial {
+		t.Errorf("retired members counted live made a new epoch: %+v, was %+v", e7, e6)
+	}
+	if !e7.IsRetired("a") || !e7.IsRetired("b") || slices.Contains(e7.Members, "a") || e7.Retired["a"] != e6.Retired["a"] {
+		t.Errorf("a retired member came back: members %v, retired %v", e7.Members, e7.Retired)
+	}
 }
 
 func TestEpochWithoutMembersAdoptsNothing(t *testing.T) {
