@@ -109,6 +109,9 @@ func epochAnnotations(e sharding.Epoch) map[string]string {
 		SerialAnnotation:  strconv.FormatInt(e.Serial, 10),
 		JoinedAnnotation:  serials(e.Joined),
 		RetiredAnnotation: serials(e.Retired),
+		// Read by versions that know it; others hash over all the
+		// members, which is safe, and only places on a stopping one.
+		StoppingAnnotation: strings.Join(e.Stopping, ","),
 	}
 }
 
@@ -151,14 +154,27 @@ func parseSerials(s string) map[string]int64 {
 // A member without a serial of joining (an epoch published before
 // adoption) counts as joined at 0.
 func Published(lease *coordinationv1.Lease) sharding.Epoch {
-	var members []string
-	for m := range strings.SplitSeq(lease.Annotations[MembersAnnotation], ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			members = append(members, m)
+	members := parseNames(lease.Annotations[MembersAnnotation])
+	var stopping []string
+	for _, m := range parseNames(lease.Annotations[StoppingAnnotation]) {
+		if slices.Contains(members, m) {
+			stopping = append(stopping, m)
 		}
 	}
-	slices.Sort(members)
 	serial, _ := strconv.ParseInt(lease.Annotations[SerialAnnotation], 10, 64)
-	return sharding.Epoch{Serial: serial, Members: slices.Compact(members),
+	return sharding.Epoch{Serial: serial, Members: members, Stopping: stopping,
 		Joined: parseSerials(lease.Annotations[JoinedAnnotation]), Retired: parseSerials(lease.Annotations[RetiredAnnotation])}
+}
+
+// parseNames reads names joined by commas, sorted and each once; none
+// for an empty list.
+func parseNames(s string) []string {
+	var names []string
+	for m := range strings.SplitSeq(s, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			names = append(names, m)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

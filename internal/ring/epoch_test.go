@@ -2,6 +2,7 @@ package ring
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,7 +58,7 @@ func TestPublishedEpoch(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
 	leases := cs.CoordinationV1().Leases("ops")
-	want := sharding.Epoch{Serial: 7, Members: []string{"m1", "m3"},
+	want := sharding.Epoch{Serial: 7, Members: []string{"m1", "m3"}, Stopping: []string{"m3"},
 		Joined: map[string]int64{"m1": 1, "m3": 6}, Retired: map[string]int64{"m2": 6, "m0": 3}}
 	if err := publish(ctx, leases, "main", identity, want); err != nil {
 		t.Fatal(err)
@@ -75,6 +76,15 @@ func TestPublishedEpoch(t *testing.T) {
 	lease.Annotations[RetiredAnnotation] = "m0=3,m2,=4,m5=x, m6=9 "
 	if diff := cmp.Diff(map[string]int64{"m0": 3, "m6": 9}, Published(lease).Retired); diff != "" {
 		t.Errorf("retired members edited by hand -want +got:\n%s", diff)
+	}
+	// Only members stop; an epoch of an earlier version has none.
+	lease.Annotations[StoppingAnnotation] = "m9, m3,m1"
+	if diff := cmp.Diff([]string{"m1", "m3"}, Published(lease).Stopping); diff != "" {
+		t.Errorf("stopping members edited by hand -want +got:\n%s", diff)
+	}
+	delete(lease.Annotations, StoppingAnnotation)
+	if got := Published(lease); len(got.Stopping) != 0 || !slices.Equal(got.Placing(), got.Members) {
+		t.Errorf("an epoch without stopping members: %+v, placing %v", got, got.Placing())
 	}
 }
 

@@ -36,6 +36,9 @@ type follower struct {
 	// member: the assigner deletes them a lease duration after the release
 	// was seen.
 	released map[string]release
+	// stopping are the members whose Leases say their graceful stop has
+	// begun: nothing new is placed on them.
+	stopping map[string]bool
 }
 
 // release is a released Lease's version and when the release was seen.
@@ -59,7 +62,7 @@ func (a *Assigner) newFollower() (*follower, error) {
 			return leases.Watch(ctx, opts)
 		},
 	}
-	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]release{},
+	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]release{}, stopping: map[string]bool{},
 		informer: toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})}
 	if _, err := f.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    f.seen,
@@ -104,6 +107,9 @@ func (f *follower) seen(obj any) {
 	if !ok {
 		return
 	}
+	f.mu.Lock()
+	f.stopping[member] = Stopping(lease) && !Released(lease)
+	f.mu.Unlock()
 	if Released(lease) {
 		f.live.Forget(member)
 		f.mu.Lock()
@@ -115,6 +121,19 @@ func (f *follower) seen(obj any) {
 		f.live.Observe(member, lease.ResourceVersion, DeclaredDuration(lease), f.a.s.Clock.Now())
 	}
 	f.poke()
+}
+
+// stoppingAmong are the members of live whose Leases say they stop.
+func (f *follower) stoppingAmong(live []string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, m := range live {
+		if f.stopping[m] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // gone records a Lease that was deleted. Only a released one is a member
@@ -136,6 +155,7 @@ func (f *follower) gone(obj any) {
 	}
 	f.mu.Lock()
 	delete(f.released, member)
+	delete(f.stopping, member)
 	f.mu.Unlock()
 	if Released(lease) {
 		f.live.Forget(member)

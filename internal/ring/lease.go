@@ -29,10 +29,18 @@ const (
 	// had stopped: only then may the ring move the member's objects
 	// without waiting for the Lease to expire.
 	ReleasedAnnotation = keys.ShardPrefix + "/released"
+	// StoppingAnnotation marks a Lease whose member's graceful stop has
+	// begun: it still holds its objects, but takes nothing new
+	// (docs/sharding.md, "Leaving"). On the epoch Lease, the same key
+	// lists the stopping members.
+	StoppingAnnotation = keys.ShardPrefix + "/stopping"
 )
 
 // Released reports whether a Lease is one its member released.
 func Released(lease *coordinationv1.Lease) bool { return lease.Annotations[ReleasedAnnotation] != "" }
+
+// Stopping reports whether a Lease's member has begun to stop.
+func Stopping(lease *coordinationv1.Lease) bool { return lease.Annotations[StoppingAnnotation] != "" }
 
 // DeclaredDuration is the lease duration that a Lease states; 0 if none.
 func DeclaredDuration(lease *coordinationv1.Lease) time.Duration {
@@ -120,6 +128,7 @@ func (m *Member) claimed(lease *coordinationv1.Lease, now metav1.MicroTime) *coo
 	}
 	lease.Annotations[IncarnationAnnotation] = m.incarnation
 	delete(lease.Annotations, ReleasedAnnotation)
+	delete(lease.Annotations, StoppingAnnotation) // an earlier run's stop
 	lease.Spec.HolderIdentity = ptr.To(m.s.Identity)
 	lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(m.s.LeaseDuration))
 	lease.Spec.RenewTime = &now
@@ -140,12 +149,25 @@ func (m *Member) ours(lease *coordinationv1.Lease) bool {
 // again: if it is still the member's (a hand edit of something else), the
 // member's fields are put back; if not, the membership is lost.
 func (m *Member) renew(ctx context.Context, begin time.Time) error {
+	return m.write(ctx, begin, false)
+}
+
+// write renews the Lease (see renew); stopping also marks it as the Lease
+// of a member whose graceful stop has begun.
+func (m *Member) write(ctx context.Context, begin time.Time, stopping bool) error {
 	// The bound is a timeout by the member's clock, not a deadline: the
 	// clock may not be the real one.
 	ctx, cancel := context.WithTimeout(ctx, m.Tenure().FenceAt().Sub(m.s.Clock.Now()))
 	defer cancel()
+	mine := func(lease *coordinationv1.Lease) *coordinationv1.Lease {
+		lease = m.claimed(lease, metav1.NewMicroTime(begin))
+		if stopping {
+			lease.Annotations[StoppingAnnotation] = begin.UTC().Format(time.RFC3339Nano)
+		}
+		return lease
+	}
 	m.mu.Lock()
-	lease := m.claimed(m.lease.DeepCopy(), metav1.NewMicroTime(begin))
+	lease := mine(m.lease.DeepCopy())
 	m.mu.Unlock()
 	err := m.c.Update(ctx, lease)
 	if apierrors.IsConflict(err) {
@@ -154,7 +176,7 @@ func (m *Member) renew(ctx context.Context, begin time.Time) error {
 			if !m.ours(fresh) {
 				return ErrLeaseTaken
 			}
-			lease = m.claimed(fresh, metav1.NewMicroTime(begin))
+			lease = mine(fresh)
 			err = m.c.Update(ctx, lease)
 		}
 	}

@@ -221,6 +221,7 @@ func (m *Member) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			m.markStopping(ctx)
 			return nil
 		case <-fence.C():
 			return m.fence(ErrRenewDeadline)
@@ -244,6 +245,33 @@ func (m *Member) Start(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// markStopping tells the ring, at the start of a graceful stop, that the
+// member takes nothing new: one more renewal of its Lease, marked as
+// stopping. The member keeps what it holds until it releases its Lease or
+// the Lease expires; without the mark, the assigner would go on placing
+// new objects on it, and its members handing objects over to it, and
+// those would wait for it to be gone (docs/sharding.md, "Leaving"). It
+// tries once, within a renew period and the member's fence: a mark that
+// fails costs only that wait.
+func (m *Member) markStopping(ctx context.Context) {
+	m.mu.Lock()
+	fenced := m.isFenced
+	m.mu.Unlock()
+	begin := m.s.Clock.Now()
+	bound := min(m.s.RenewPeriod, m.Tenure().FenceAt().Sub(begin))
+	if fenced || bound <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	if err := m.write(ctx, begin, true); err != nil {
+		m.s.Logger.Info("The ring could not be told that this member stops; it may place new objects on it until it has left.",
+			"lease", m.LeaseName(), "error", err.Error())
+		return
+	}
+	m.s.Logger.V(1).Info("Told the ring that this member stops: nothing new is placed on it.", "lease", m.LeaseName())
 }
 
 // renewal is the outcome of one renewal begun at begin.

@@ -157,12 +157,22 @@ func TestMemberHoldsItsLease(t *testing.T) {
 		return m.Tenure().WritableUntil().Equal(t0.Add(DefaultRenewPeriod + DefaultLeaseDuration))
 	})
 
+	fc.Step(time.Second) // the stop begins between two renewals
 	cancel()
 	if err := result(); err != nil {
 		t.Errorf("Start() = %v, want nil after a graceful stop", err)
 	}
-	if lease, err := leaseOf(t, c, m); err != nil || Released(lease) {
+	lease, err = leaseOf(t, c, m)
+	if err != nil || Released(lease) {
 		t.Errorf("the Lease went with the stop, before the member's work was known to have stopped: %v", err)
+	}
+	// The stop's start is told, so that nothing new is placed on it: one
+	// more renewal, marked, which the tenure counts.
+	if !Stopping(lease) || lease.Annotations["shard.kopf.dev/stopping"] == "" { // a wire name
+		t.Errorf("after the stop began the Lease is not marked as stopping: %v", lease.Annotations)
+	}
+	if got, want := m.Tenure().Renewed, t0.Add(DefaultRenewPeriod+time.Second); !got.Equal(want) {
+		t.Errorf("the mark counts as a renewal begun at %v, want %v", got, want)
 	}
 	if err := m.Release(context.Background()); err != nil {
 		t.Fatal(err)
@@ -197,7 +207,7 @@ func earlierLease(t *testing.T, c client.Client, member string, annotations map[
 func TestMemberTakesOverTheLeaseOfAnEarlierRun(t *testing.T) {
 	checkLeaks(t)
 	c := fake.NewClientBuilder().Build()
-	earlierLease(t, c, "mearlier00001", map[string]string{IncarnationAnnotation: "0000000000000001"})
+	earlierLease(t, c, "mearlier00001", map[string]string{IncarnationAnnotation: "0000000000000001", StoppingAnnotation: "2026-12-01T09:59:58Z"})
 	earlierLease(t, c, "mreleased0001", map[string]string{IncarnationAnnotation: "0000000000000002", ReleasedAnnotation: "2026-12-01T09:00:00Z"})
 	fc := clocktesting.NewFakeClock(t0)
 	m, _, _ := started(t, c, settings(fc))
@@ -208,6 +218,9 @@ func TestMemberTakesOverTheLeaseOfAnEarlierRun(t *testing.T) {
 	lease, _ := leaseOf(t, c, m)
 	if got := lease.Annotations[IncarnationAnnotation]; got == "0000000000000001" {
 		t.Error("the Lease still names the earlier run's incarnation")
+	}
+	if Stopping(lease) {
+		t.Error("the Lease still says the earlier run was stopping")
 	}
 	if got := lease.Spec.AcquireTime; got == nil || !got.Time.Equal(t0) {
 		t.Errorf("acquireTime = %v, want t0", got)

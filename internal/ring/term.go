@@ -38,6 +38,7 @@ type term struct {
 
 	mu          sync.Mutex
 	members     []string // the live members, as last computed
+	stopping    []string // those of them that stop: nothing new goes to them
 	round       int      // counts the changes of members and of the epoch
 	unpublished bool     // the last publication of the members failed
 	// epoch is the ring's epoch as last published (or read at the term's
@@ -279,14 +280,15 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	t.mu.Unlock()
 	doubting := t.f.live.Doubting(now)
 	held, unsure := t.held(ctx, live, now)
+	stopping := t.f.stoppingAmong(live)
 	t.mu.Lock()
-	next, same := t.epoch.Next(slices.Concat(live, held), t.gone)
-	changed := t.round == 0 || !slices.Equal(live, t.members) || doubting != t.doubting
+	next, same := t.epoch.Next(slices.Concat(live, held), stopping, t.gone)
+	changed := t.round == 0 || !slices.Equal(live, t.members) || !slices.Equal(stopping, t.stopping) || doubting != t.doubting
 	if !changed && same && !t.unpublished {
 		t.mu.Unlock()
 		return len(pending) > 0 || unsure
 	}
-	t.members, t.doubting = live, doubting
+	t.members, t.stopping, t.doubting = live, stopping, doubting
 	if changed {
 		t.round++
 	}

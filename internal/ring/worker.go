@@ -38,9 +38,9 @@ func (t *term) handle(ctx context.Context, k key) {
 	}
 	t.placing.RLock()
 	t.mu.Lock()
-	live, round, e := t.members, t.round, t.epoch
+	live, stopping, round, e := t.members, t.stopping, t.round, t.epoch
 	t.mu.Unlock()
-	mv, wrote, err := t.place(ctx, k, s, live, e)
+	mv, wrote, err := t.place(ctx, k, s, live, sharding.Placing(live, stopping), e)
 	t.placing.RUnlock()
 	if apierrors.IsConflict(err) || precondition.UIDRefused(err) {
 		t.a.s.Logger.V(1).Info("An object changed while it was placed; it is placed again.", "object", k.String())
@@ -92,9 +92,11 @@ func (t *term) resource(k key) metadata.ResourceInterface {
 
 // place decides the object's move among the live members and writes it;
 // true if it wrote one. An object that is gone needs none. Objects being
-// deleted are placed too: their deletion handlers need an owner.
-func (t *term) place(ctx context.Context, k key, s seen, live []string, e sharding.Epoch) (sharding.Move, bool, error) {
-	mv, ok := sharding.Place(sharding.ObjectKey(k.Namespace, k.Name), s.now, live,
+// deleted are placed too: their deletion handlers need an owner. The
+// object goes to one of placing (the live members that do not stop); a
+// grant to any live one stands.
+func (t *term) place(ctx context.Context, k key, s seen, live, placing []string, e sharding.Epoch) (sharding.Move, bool, error) {
+	mv, ok := sharding.Place(sharding.ObjectKey(k.Namespace, k.Name), s.now, live, placing,
 		func(member string) bool { return t.f.live.Doubtful(member, t.a.s.Clock.Now()) },
 		e.IsRetired)
 	if !ok {

@@ -16,11 +16,38 @@ import (
 // member's objects are those that had joined by then: a member that joins
 // later takes an adopted object only when its adopter hands it over, as
 // it takes any other, so that the two never work on it at once.
+//
+// Stopping are the members, among Members, whose graceful stop has
+// begun: they keep what they hold until they are gone, but nothing new
+// is placed on them nor handed over to them (Placing).
 type Epoch struct {
-	Serial  int64
-	Members []string
-	Joined  map[string]int64
-	Retired map[string]int64
+	Serial   int64
+	Members  []string
+	Joined   map[string]int64
+	Retired  map[string]int64
+	Stopping []string
+}
+
+// Placing are the members that new objects are placed on and objects are
+// handed over to, sorted: the members but those that are stopping, or all
+// of them if every one is (a ring that stops whole places where it can).
+// Rendezvous hashing over a subset moves nothing between the others: only
+// what hashed to a stopping member goes elsewhere. Adoption and standing
+// by count every member, stopping or not: a stopping adopter may still be
+// working on what it adopted, so nothing it adopted moves until it is gone.
+func (e Epoch) Placing() []string { return Placing(e.Members, e.Stopping) }
+
+// Placing are the members but the stopping ones, or all of them if every
+// one is stopping (Epoch.Placing).
+func Placing(members, stopping []string) []string {
+	if len(stopping) == 0 {
+		return members
+	}
+	out := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return slices.Contains(stopping, m) })
+	if len(out) == 0 {
+		return members
+	}
+	return out
 }
 
 // Adopters are the live members among which the objects of the retired
@@ -128,14 +155,20 @@ func (e Epoch) RetiredNames() []string {
 // retired once its death was confirmed or it released its Lease, so its
 // name runs nowhere any more, and only an observer's stale view of its
 // Lease can count it live (a new assigner's that never saw the Lease
-// deleted); its adopters work on its objects. Its serial is the next one
-// if anything changed; unchanged is true if nothing did.
-func (e Epoch) Next(live []string, gone []string) (next Epoch, unchanged bool) {
+// deleted); its adopters work on its objects. The members among stopping
+// are the next epoch's Stopping. Its serial is the next one if anything
+// changed; unchanged is true if nothing did.
+func (e Epoch) Next(live, stopping, gone []string) (next Epoch, unchanged bool) {
 	serial := e.Serial + 1
 	live = slices.DeleteFunc(slices.Clone(live), e.IsRetired)
 	next = Epoch{Serial: serial, Members: slices.Sorted(slices.Values(live)),
 		Joined: map[string]int64{}, Retired: map[string]int64{}}
 	next.Members = slices.Compact(next.Members)
+	for _, m := range next.Members {
+		if slices.Contains(stopping, m) {
+			next.Stopping = append(next.Stopping, m)
+		}
+	}
 	for _, m := range next.Members {
 		if at, ok := e.Joined[m]; ok && slices.Contains(e.Members, m) {
 			next.Joined[m] = at
@@ -158,8 +191,14 @@ func (e Epoch) Next(live []string, gone []string) (next Epoch, unchanged bool) {
 			next.Retired[r] = serial
 		}
 	}
-	if slices.Equal(next.Members, e.Members) && maps.Equal(next.Joined, e.Joined) && maps.Equal(next.Retired, e.Retired) {
+	if next.Same(e) {
 		return e, true
 	}
 	return next, false
+}
+
+// Same reports whether two epochs say the same, whatever their serials.
+func (e Epoch) Same(other Epoch) bool {
+	return slices.Equal(e.Members, other.Members) && maps.Equal(e.Joined, other.Joined) &&
+		maps.Equal(e.Retired, other.Retired) && slices.Equal(e.Stopping, other.Stopping)
 }

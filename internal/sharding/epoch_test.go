@@ -10,7 +10,7 @@ import (
 
 func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.T) {
 	e0 := Epoch{}
-	e1, unchanged := e0.Next([]string{"b", "a", "c"}, nil)
+	e1, unchanged := e0.Next([]string{"b", "a", "c"}, nil, nil)
 	if unchanged {
 		t.Fatal("the first members changed nothing")
 	}
@@ -18,12 +18,12 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 		Joined: map[string]int64{"a": 1, "b": 1, "c": 1}, Retired: map[string]int64{}}, e1); diff != "" {
 		t.Fatalf("the first epoch -want +got:\n%s", diff)
 	}
-	if again, unchanged := e1.Next([]string{"a", "b", "c"}, nil); !unchanged || again.Serial != 1 {
+	if again, unchanged := e1.Next([]string{"a", "b", "c"}, nil, nil); !unchanged || again.Serial != 1 {
 		t.Errorf("the same members made a new epoch: %+v", again)
 	}
 
 	// c dies: its objects are adopted by a and b.
-	e2, _ := e1.Next([]string{"a", "b"}, nil)
+	e2, _ := e1.Next([]string{"a", "b"}, nil, nil)
 	if diff := cmp.Diff(map[string]int64{"c": 2}, e2.Retired); diff != "" {
 		t.Errorf("retired -want +got:\n%s", diff)
 	}
@@ -32,7 +32,7 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// d joins: it adopts nothing of c's, and a and b keep theirs.
-	e3, _ := e2.Next([]string{"a", "b", "d"}, nil)
+	e3, _ := e2.Next([]string{"a", "b", "d"}, nil, nil)
 	if diff := cmp.Diff([]string{"a", "b"}, e3.Adopters("c")); diff != "" {
 		t.Errorf("adopters of c after a join -want +got:\n%s", diff)
 	}
@@ -44,7 +44,7 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// a dies: c's objects adopted by a go to b only; a is retired too.
-	e4, _ := e3.Next([]string{"b", "d"}, nil)
+	e4, _ := e3.Next([]string{"b", "d"}, nil, nil)
 	if diff := cmp.Diff([]string{"b"}, e4.Adopters("c")); diff != "" {
 		t.Errorf("adopters of c after a's death -want +got:\n%s", diff)
 	}
@@ -56,7 +56,7 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// b dies: no adopter of c's is left, so c is retired again among d.
-	e5, _ := e4.Next([]string{"d"}, nil)
+	e5, _ := e4.Next([]string{"d"}, nil, nil)
 	if diff := cmp.Diff([]string{"d"}, e5.Adopters("c")); diff != "" {
 		t.Errorf("adopters of c once all its adopters died -want +got:\n%s", diff)
 	}
@@ -65,14 +65,14 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// c's objects all carry other names now: c is dropped.
-	e6, _ := e5.Next([]string{"d"}, []string{"c"})
+	e6, _ := e5.Next([]string{"d"}, nil, []string{"c"})
 	if e6.IsRetired("c") || !e6.IsRetired("a") || !e6.IsRetired("b") {
 		t.Errorf("retired after c is gone: %v", e6.Retired)
 	}
 
 	// A new assigner whose view of the Leases is stale counts a and b
 	// live again: they stay retired, with their adopters.
-	e7, unchanged := e6.Next([]string{"a", "b", "d"}, nil)
+	e7, unchanged := e6.Next([]string{"a", "b", "d"}, nil, nil)
 	if !unchanged || e7.Serial != e6.Serial {
 		t.Errorf("retired members counted live made a new epoch: %+v, was %+v", e7, e6)
 	}
@@ -82,8 +82,8 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 }
 
 func TestEpochWithoutMembersAdoptsNothing(t *testing.T) {
-	e1, _ := Epoch{}.Next([]string{"a"}, nil)
-	e2, _ := e1.Next(nil, nil)
+	e1, _ := Epoch{}.Next([]string{"a"}, nil, nil)
+	e2, _ := e1.Next(nil, nil, nil)
 	if !e2.IsRetired("a") {
 		t.Fatalf("a is not retired: %v", e2.Retired)
 	}
@@ -99,8 +99,8 @@ func TestEpochWithoutMembersAdoptsNothing(t *testing.T) {
 // names for it, every bucket has one adopter, an object's adopter is its
 // bucket's, and a bucket moves only when its adopter dies.
 func TestEpochAdoptsByBucket(t *testing.T) {
-	e1, _ := Epoch{}.Next([]string{"a", "b", "c", "d"}, nil)
-	e2, _ := e1.Next([]string{"a", "b", "c"}, nil) // d retired among a, b, c
+	e1, _ := Epoch{}.Next([]string{"a", "b", "c", "d"}, nil, nil)
+	e2, _ := e1.Next([]string{"a", "b", "c"}, nil, nil) // d retired among a, b, c
 	owners := map[string]int{}
 	for _, m := range []string{"a", "b", "c"} {
 		elsewhere := e2.AdoptedElsewhere("d", m)
@@ -126,7 +126,7 @@ func TestEpochAdoptsByBucket(t *testing.T) {
 			t.Fatalf("bucket %s is adopted by %s, whose selector leaves it out", key, adopter)
 		}
 	}
-	e3, _ := e2.Next([]string{"a", "b"}, nil) // c, an adopter, dies
+	e3, _ := e2.Next([]string{"a", "b"}, nil, nil) // c, an adopter, dies
 	for _, b := range AllBuckets() {
 		if was := Owner(b, e2.Adopters("d")); was != "c" && Owner(b, e3.Adopters("d")) != was {
 			t.Errorf("bucket %s moved from %s, which lives", b, was)
@@ -135,8 +135,8 @@ func TestEpochAdoptsByBucket(t *testing.T) {
 	if got := e3.AdoptedElsewhere("d", "c"); got != nil {
 		t.Errorf("a member that adopts nothing any more is given buckets elsewhere: %v", got)
 	}
-	only, _ := Epoch{}.Next([]string{"a", "b"}, nil)
-	only, _ = only.Next([]string{"a"}, nil)
+	only, _ := Epoch{}.Next([]string{"a", "b"}, nil, nil)
+	only, _ = only.Next([]string{"a"}, nil, nil)
 	if got := only.AdoptedElsewhere("b", "a"); len(got) != 0 {
 		t.Errorf("the only adopter leaves buckets out: %v", got)
 	}
@@ -169,7 +169,7 @@ func TestBucket(t *testing.T) {
 // those it stood by for, and no bucket has two members standing by.
 func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 	members := []string{"a", "b", "c", "d"}
-	e, _ := Epoch{}.Next(members, nil)
+	e, _ := Epoch{}.Next(members, nil, nil)
 	standing := map[string]string{}
 	for _, m := range members {
 		buckets := e.Standby(m)
@@ -196,7 +196,7 @@ func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 				live = append(live, m)
 			}
 		}
-		next, _ := e.Next(live, nil)
+		next, _ := e.Next(live, nil, nil)
 		for _, b := range AllBuckets() {
 			if Owner(b, members) != dead {
 				continue
@@ -207,7 +207,7 @@ func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 			}
 		}
 	}
-	alone, _ := Epoch{}.Next([]string{"a"}, nil)
+	alone, _ := Epoch{}.Next([]string{"a"}, nil, nil)
 	if got := alone.Standby("a"); got != nil {
 		t.Errorf("the only member stands by for %d buckets", len(got))
 	}
@@ -220,24 +220,72 @@ func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 // ring had nobody live. A death among established members, and a second
 // retirement among them of a member whose adopters died, are not.
 func TestEpochOrphanedRetirements(t *testing.T) {
-	e1, _ := Epoch{}.Next([]string{"a", "b"}, nil)
-	died, _ := e1.Next([]string{"a"}, nil)
+	e1, _ := Epoch{}.Next([]string{"a", "b"}, nil, nil)
+	died, _ := e1.Next([]string{"a"}, nil, nil)
 	if died.Orphaned("b") {
 		t.Error("a death among established members is orphaned")
 	}
-	empty, _ := e1.Next([]string{"c"}, nil) // a and b gone, c new
+	empty, _ := e1.Next([]string{"c"}, nil, nil) // a and b gone, c new
 	for _, m := range []string{"a", "b"} {
 		if !empty.IsRetired(m) || !empty.Orphaned(m) {
 			t.Errorf("%s, retired when only a new member was live: retired %v, orphaned %v, want both", m, empty.IsRetired(m), empty.Orphaned(m))
 		}
 	}
-	e3, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil)
-	e4, _ := e3.Next([]string{"a", "b"}, nil) // c retired among a, b
-	e5, _ := e4.Next([]string{"a"}, nil)      // b dies; c's objects stay with a, if they were b's
+	e3, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil, nil)
+	e4, _ := e3.Next([]string{"a", "b"}, nil, nil) // c retired among a, b
+	e5, _ := e4.Next([]string{"a"}, nil, nil)      // b dies; c's objects stay with a, if they were b's
 	if e5.Orphaned("c") || e5.Orphaned("b") {
 		t.Error("a retirement among an established member is orphaned")
 	}
 	if e5.Orphaned("a") {
 		t.Error("a live member is orphaned")
+	}
+}
+
+func TestEpochStoppingMembersTakeNothingNewAndKeepWhatTheyHold(t *testing.T) {
+	e1, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil, nil)
+	e2, _ := e1.Next([]string{"a", "b"}, nil, nil) // c retired among a, b
+	stopping, unchanged := e2.Next([]string{"a", "b"}, []string{"b"}, nil)
+	if unchanged || stopping.Serial != e2.Serial+1 {
+		t.Fatalf("a member that began to stop made no new epoch: %+v", stopping)
+	}
+	if !slices.Equal(stopping.Members, []string{"a", "b"}) || stopping.IsRetired("b") || !slices.Equal(stopping.Stopping, []string{"b"}) {
+		t.Errorf("a stopping member is a member, not retired: %+v", stopping)
+	}
+	if got := stopping.Placing(); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("Placing() = %v, want [a]", got)
+	}
+	// Only what hashed to b goes elsewhere.
+	for i := range 2000 {
+		key := ObjectKey("ns", fmt.Sprint("object-", i))
+		before, after := Owner(key, stopping.Members), Owner(key, stopping.Placing())
+		if before != "b" && after != before {
+			t.Fatalf("%s moved from %s to %s though it did not hash to the stopping member", key, before, after)
+		}
+	}
+	// What b adopted stays b's while it stops: it may still be working on it.
+	if !slices.Equal(stopping.Adopters("c"), e2.Adopters("c")) {
+		t.Errorf("adopters of c changed when b began to stop: %v, were %v", stopping.Adopters("c"), e2.Adopters("c"))
+	}
+	if slices.Equal(stopping.Standby("b"), nil) != slices.Equal(e2.Standby("b"), nil) {
+		t.Errorf("standing by changed when b began to stop")
+	}
+
+	// The same stop again changes nothing; the end of it does.
+	if again, unchanged := stopping.Next([]string{"a", "b"}, []string{"b"}, nil); !unchanged || again.Serial != stopping.Serial {
+		t.Errorf("the same stop made a new epoch: %+v", again)
+	}
+	gone, _ := stopping.Next([]string{"a"}, nil, nil)
+	if len(gone.Stopping) != 0 || !gone.IsRetired("b") || !slices.Equal(gone.Placing(), []string{"a"}) {
+		t.Errorf("after b left: %+v", gone)
+	}
+	// A name that is not a member is not stopping.
+	if odd, _ := e2.Next([]string{"a", "b"}, []string{"z"}, nil); len(odd.Stopping) != 0 {
+		t.Errorf("a stopping name that is no member: %v", odd.Stopping)
+	}
+	// A ring that stops whole places where it can.
+	all, _ := e2.Next([]string{"a", "b"}, []string{"a", "b"}, nil)
+	if !slices.Equal(all.Placing(), []string{"a", "b"}) {
+		t.Errorf("every member stops: Placing() = %v, want all of them", all.Placing())
 	}
 }

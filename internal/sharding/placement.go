@@ -58,8 +58,11 @@ func ObjectKey(namespace, name string) string { return Bucket(namespace + "/" + 
 // An object granted to a retired member (adopted, whose name the epoch
 // keeps) counts as granted to a live one: its adopter may be working on
 // it, so only a label edited under it is put back.
-func Place(key string, p Placement, live []string, doubtful, adopted func(member string) bool) (Move, bool) {
-	want := Owner(key, live)
+func Place(key string, p Placement, live, placing []string, doubtful, adopted func(member string) bool) (Move, bool) {
+	if placing == nil {
+		placing = live
+	}
+	want := Owner(key, placing)
 	granted := slices.Contains(live, p.Granted) || p.Granted != "" && adopted != nil && adopted(p.Granted)
 	switch {
 	case want == "":

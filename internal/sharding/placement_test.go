@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,42 +15,53 @@ func TestPlace(t *testing.T) {
 	if other == hashed {
 		other = "member-b"
 	}
+	withoutHashed := slices.DeleteFunc(slices.Clone(live), func(m string) bool { return m == hashed })
 	owned := func(m string) Placement { return Placement{Owner: m, Granted: m} }
 	doubtful := func(m string) bool { return m == "member-unseen" }
 	tests := []struct {
-		name  string
-		p     Placement
-		live  []string
-		want  Move
-		write bool
+		name    string
+		p       Placement
+		live    []string
+		want    Move
+		write   bool
+		placing []string // nil: live
 	}{
-		{"an object of a member the assigner never saw, while it is in doubt, waits", owned("member-unseen"), live, Move{}, false},
-		{"a label edited away from a member in doubt waits too", Placement{Owner: other, Granted: "member-unseen"}, live, Move{}, false},
-		{"a new object gets its owner at once", Placement{}, live, Move{Owner: hashed}, true},
-		{"an object of a dead member gets its owner at once", owned("member-gone"), live, Move{Owner: hashed}, true},
-		{"an object where it belongs stays", owned(hashed), live, Move{}, false},
-		{"an object of a live member that should move stays: the member hands it over itself", owned(other), live, Move{}, false},
-		{"without live members nothing moves", owned("member-gone"), nil, Move{}, false},
+		{"an object of a member the assigner never saw, while it is in doubt, waits", owned("member-unseen"), live, Move{}, false, nil},
+		{"a label edited away from a member in doubt waits too", Placement{Owner: other, Granted: "member-unseen"}, live, Move{}, false, nil},
+		{"a new object gets its owner at once", Placement{}, live, Move{Owner: hashed}, true, nil},
+		{"an object of a dead member gets its owner at once", owned("member-gone"), live, Move{Owner: hashed}, true, nil},
+		{"an object where it belongs stays", owned(hashed), live, Move{}, false, nil},
+		{"an object of a live member that should move stays: the member hands it over itself", owned(other), live, Move{}, false, nil},
+		{"without live members nothing moves", owned("member-gone"), nil, Move{}, false, nil},
 
 		// Labels edited by hand: the grant says who may be working on it.
 		{"a label edited away from a live granted member is put back",
-			Placement{Owner: other, Granted: hashed}, live, Move{Owner: hashed}, true},
+			Placement{Owner: other, Granted: hashed}, live, Move{Owner: hashed}, true, nil},
 		{"a label edited away from a live granted member that should move is put back to it",
-			Placement{Owner: hashed, Granted: other}, live, Move{Owner: other}, true},
-		{"a label removed from a live granted member is put back", Placement{Granted: hashed}, live, Move{Owner: hashed}, true},
+			Placement{Owner: hashed, Granted: other}, live, Move{Owner: other}, true, nil},
+		{"a label removed from a live granted member is put back", Placement{Granted: hashed}, live, Move{Owner: hashed}, true, nil},
 		{"a label edited away from a dead granted member: the object gets its owner at once",
-			Placement{Owner: other, Granted: "member-gone"}, live, Move{Owner: hashed}, true},
+			Placement{Owner: other, Granted: "member-gone"}, live, Move{Owner: hashed}, true, nil},
 		{"a label without a grant (set by hand on a new object): the object gets its owner at once",
-			Placement{Owner: other}, live, Move{Owner: hashed}, true},
+			Placement{Owner: other}, live, Move{Owner: hashed}, true, nil},
 
 		// Adopted objects: their retired member's name stays on them.
-		{"an object of a retired member stays: its adopter works on it", owned("member-retired"), live, Move{}, false},
+		{"an object of a retired member stays: its adopter works on it", owned("member-retired"), live, Move{}, false, nil},
 		{"a label edited away from a retired granted member is put back to it",
-			Placement{Owner: other, Granted: "member-retired"}, live, Move{Owner: "member-retired"}, true},
+			Placement{Owner: other, Granted: "member-retired"}, live, Move{Owner: "member-retired"}, true, nil},
+
+		// A member that stops is live (what it holds stays) but takes
+		// nothing new.
+		{"a new object goes to a member that does not stop", Placement{}, live, Move{Owner: Owner(key, withoutHashed)}, true, withoutHashed},
+		{"an object of a dead member goes to a member that does not stop",
+			owned("member-gone"), live, Move{Owner: Owner(key, withoutHashed)}, true, withoutHashed},
+		{"an object granted to a member that stops stays with it", owned(hashed), live, Move{}, false, withoutHashed},
+		{"a label edited away from a member that stops is put back to it",
+			Placement{Owner: other, Granted: hashed}, live, Move{Owner: hashed}, true, withoutHashed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, write := Place(key, tt.p, tt.live, doubtful, func(m string) bool { return m == "member-retired" })
+			got, write := Place(key, tt.p, tt.live, tt.placing, doubtful, func(m string) bool { return m == "member-retired" })
 			if write != tt.write {
 				t.Errorf("Place() writes = %v, want %v", write, tt.write)
 			}

@@ -72,6 +72,9 @@ type testRing struct {
 	config *rest.Config
 	// noStandby starts the replicas with Sharding.NoStandby.
 	noStandby bool
+	// libraryDurations runs the ring at the library's default durations
+	// instead of the tests' short ones.
+	libraryDurations bool
 }
 
 // replica is one operator of the ring.
@@ -120,10 +123,14 @@ func (r *testRing) start(name string) *replica {
 	cfg := rest.CopyConfig(cmp.Or(r.config, env.Config))
 	cfg.WrapTransport = cut.wrap
 	lost := make(chan struct{})
+	shard := handlers.Sharding{Ring: r.ringName(), Namespace: r.leases(), LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
+		Lost: lost, NoStandby: r.noStandby}
+	if r.libraryDurations {
+		shard.LeaseDuration, shard.RenewDeadline, shard.RenewPeriod = 0, 0, 0
+	}
 	op := env.StartOperator(r.t, r.ns, reg, handlers.Options{
 		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second, Namespaces: r.namespaces,
-		Sharding: handlers.Sharding{Ring: r.ringName(), Namespace: r.leases(), LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RenewPeriod: renewPeriod,
-			Lost: lost, NoStandby: r.noStandby},
+		Sharding: shard,
 	}, kopftest.WithConfig(cfg))
 	rep := &replica{name: name, op: op, cut: cut, lost: lost}
 	r.replicas[name] = rep

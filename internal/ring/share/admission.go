@@ -49,7 +49,7 @@ func (p *Placer) Place(namespace, name string, labels map[string]string) (Placem
 		return Placement{}, false
 	}
 	e, _ := own.epoch.now()
-	owner := sharding.Owner(sharding.ObjectKey(namespace, name), e.Members)
+	owner := sharding.Owner(sharding.ObjectKey(namespace, name), e.Placing())
 	if owner == "" {
 		return Placement{}, false
 	}

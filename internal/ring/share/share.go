@@ -7,7 +7,6 @@ package share
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -101,7 +100,7 @@ func (e *epoch) set(next sharding.Epoch) bool {
 	if e.changed == nil {
 		e.changed = make(chan struct{})
 	}
-	if slices.Equal(next.Members, e.e.Members) && maps.Equal(next.Joined, e.e.Joined) && maps.Equal(next.Retired, e.e.Retired) {
+	if next.Same(e.e) {
 		return false
 	}
 	e.e = next
@@ -170,7 +169,7 @@ func (r *Ownership) Claim(obj client.Object, now time.Time) ownership.Claim {
 		return ownership.Claim{Kind: ownership.StandBy, PutBack: true, Why: fmt.Sprintf("it is adopted from %q, retired when this ring had no live member, "+
 			"and another ring is about, which may be taking this ring's objects: it is claimed before any work, so that the two cannot both work on it", p.Owner)}
 	}
-	if next, ok := sharding.Stray(key, me, e.Members); ok && obj.GetDeletionTimestamp() == nil {
+	if next, ok := sharding.Stray(key, me, e.Placing()); ok && obj.GetDeletionTimestamp() == nil {
 		// An adopted object that hashes to a member that joined after
 		// the retirement: its adopter works on it, claims it, and only
 		// then hands it over. Letting go of it at once would stop its
@@ -358,7 +357,7 @@ func (r *Ownership) Watch(ctx context.Context, shares func() map[string]int, rec
 		case <-changed:
 			var e sharding.Epoch
 			e, changed = r.epoch.now()
-			recheck(r.strays(e.Members))
+			recheck(r.strays(e.Placing()))
 		case <-ticker.C():
 			r.summarize()
 			for kind, n := range shares() {
