@@ -46,6 +46,10 @@ func newIncarnation(ns, name string) *unstructured.Unstructured {
 	return obj
 }
 
+// isIncarnation tells an incarnation's name (incarnationNames) from a
+// KopfExample's.
+func isIncarnation(name string) bool { return strings.HasPrefix(name, "inc-") }
+
 // incarnationNames are n names of the nth fault's incarnations, each in a
 // bucket of its own, so that every name is a chance of its own to move.
 func incarnationNames(ns string, nth, n int) []string {

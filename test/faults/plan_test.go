@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,7 +181,12 @@ func (s *suite) editLabel(ctx context.Context, p step) {
 		s.skipped(p, err)
 		return
 	}
-	objects := owner.activeOn(time.Second)
+	// The edit patches a KopfExample: the victim's incarnations (the
+	// name-reused fault's kind) are left out.
+	objects := slices.DeleteFunc(owner.activeOn(time.Second), func(o string) bool {
+		_, name, _ := strings.Cut(o, "/")
+		return isIncarnation(name)
+	})
 	to, err := s.ring.pickOther(ctx, owner, s.rng)
 	if err != nil || len(objects) == 0 {
 		s.ring.release(owner)
