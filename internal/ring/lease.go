@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -148,21 +149,21 @@ func (m *Member) ours(lease *coordinationv1.Lease) bool {
 // member past its fence. A Lease that changed under the member is read
 // again: if it is still the member's (a hand edit of something else), the
 // member's fields are put back; if not, the membership is lost.
+//
+// Once the replica's stop has begun (BeginStop), the renewal marks the
+// Lease as stopping, with the time the mark was first written.
 func (m *Member) renew(ctx context.Context, begin time.Time) error {
-	return m.write(ctx, begin, false)
-}
-
-// write renews the Lease (see renew); stopping also marks it as the Lease
-// of a member whose graceful stop has begun.
-func (m *Member) write(ctx context.Context, begin time.Time, stopping bool) error {
 	// The bound is a timeout by the member's clock, not a deadline: the
 	// clock may not be the real one.
 	ctx, cancel := context.WithTimeout(ctx, m.Tenure().FenceAt().Sub(m.s.Clock.Now()))
 	defer cancel()
+	m.mu.Lock()
+	stopping, since := m.stopping, m.lease.Annotations[StoppingAnnotation]
+	m.mu.Unlock()
 	mine := func(lease *coordinationv1.Lease) *coordinationv1.Lease {
 		lease = m.claimed(lease, metav1.NewMicroTime(begin))
 		if stopping {
-			lease.Annotations[StoppingAnnotation] = begin.UTC().Format(time.RFC3339Nano)
+			lease.Annotations[StoppingAnnotation] = cmp.Or(since, begin.UTC().Format(time.RFC3339Nano))
 		}
 		return lease
 	}

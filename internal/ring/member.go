@@ -147,6 +147,12 @@ type Member struct {
 	tenure sharding.Tenure
 	// isFenced: the member lost its membership; it never releases then.
 	isFenced bool
+	// stopping: the replica's graceful stop has begun (BeginStop); every
+	// renewal from then on marks the Lease so.
+	stopping bool
+	// stopBegun is closed by BeginStop: renew now, with the mark.
+	stopBegun chan struct{}
+	stopOnce  sync.Once
 }
 
 // NewMember prepares the membership; c writes the Lease.
@@ -159,7 +165,7 @@ func NewMember(c client.Client, s Settings) (*Member, error) {
 	if _, err := rand.Read(random); err != nil {
 		return nil, fmt.Errorf("draw the member's incarnation: %w", err)
 	}
-	return &Member{c: c, s: s, incarnation: hex.EncodeToString(random), joined: make(chan struct{}), fenced: make(chan struct{}),
+	return &Member{c: c, s: s, incarnation: hex.EncodeToString(random), joined: make(chan struct{}), fenced: make(chan struct{}), stopBegun: make(chan struct{}),
 		tenure: sharding.Tenure{RenewDeadline: s.RenewDeadline, LeaseDuration: s.LeaseDuration}}, nil
 }
 
@@ -218,19 +224,39 @@ func (m *Member) Start(ctx context.Context) error {
 	defer fence.Stop()
 	next := m.s.Clock.NewTimer(m.Tenure().Renewed.Add(m.s.RenewPeriod).Sub(now))
 	defer next.Stop()
+	// One renewal at a time: inFlight while one runs; soon asks for the
+	// next at once when it returns (the stop began meanwhile).
+	inFlight, soon := false, false
+	stopBegun := m.stopBegun
+	renew := func() {
+		inFlight = true
+		begin := m.s.Clock.Now()
+		renewing.Go(func() { results <- renewal{begin: begin, err: m.renew(ctx, begin)} })
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			m.markStopping(ctx)
 			return nil
 		case <-fence.C():
 			return m.fence(ErrRenewDeadline)
+		case <-stopBegun:
+			stopBegun = nil
+			if inFlight {
+				soon = true
+			} else {
+				next.Stop()
+				renew()
+			}
 		case <-next.C():
-			begin := m.s.Clock.Now()
-			renewing.Go(func() { results <- renewal{begin: begin, err: m.renew(ctx, begin)} })
+			renew()
 		case r := <-results:
+			inFlight = false
 			now := m.s.Clock.Now()
 			switch {
+			case r.err == nil && soon:
+				soon = false
+				fence.Reset(m.Tenure().FenceAt().Sub(now))
+				renew()
 			case r.err == nil:
 				fence.Reset(m.Tenure().FenceAt().Sub(now))
 				next.Reset(r.begin.Add(m.s.RenewPeriod).Sub(now))
@@ -247,31 +273,22 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 }
 
-// markStopping tells the ring, at the start of a graceful stop, that the
-// member takes nothing new: one more renewal of its Lease, marked as
-// stopping. The member keeps what it holds until it releases its Lease or
-// the Lease expires; without the mark, the assigner would go on placing
-// new objects on it, and its members handing objects over to it, and
-// those would wait for it to be gone (docs/sharding.md, "Leaving"). It
-// tries once, within a renew period and the member's fence: a mark that
-// fails costs only that wait.
-func (m *Member) markStopping(ctx context.Context) {
-	m.mu.Lock()
-	fenced := m.isFenced
-	m.mu.Unlock()
-	begin := m.s.Clock.Now()
-	bound := min(m.s.RenewPeriod, m.Tenure().FenceAt().Sub(begin))
-	if fenced || bound <= 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
-	defer cancel()
-	if err := m.write(ctx, begin, true); err != nil {
-		m.s.Logger.Info("The ring could not be told that this member stops; it may place new objects on it until it has left.",
-			"lease", m.LeaseName(), "error", err.Error())
-		return
-	}
-	m.s.Logger.V(1).Info("Told the ring that this member stops: nothing new is placed on it.", "lease", m.LeaseName())
+// BeginStop tells the ring, as the replica's graceful stop begins, that
+// the member takes nothing new: it renews its Lease at once, and at every
+// renewal until it stops, marked as stopping. The member keeps what it
+// holds until it releases its Lease or the Lease expires; without the
+// mark, the assigner would go on placing new objects on it, and other
+// members handing objects over to it, and those would wait for it to be
+// gone (docs/sharding.md, "Leaving"). A mark that cannot be written
+// costs only that wait.
+func (m *Member) BeginStop() {
+	m.stopOnce.Do(func() {
+		m.mu.Lock()
+		m.stopping = true
+		m.mu.Unlock()
+		close(m.stopBegun)
+		m.s.Logger.V(1).Info("This member stops: the ring is told, and places nothing new on it.", "lease", m.LeaseName())
+	})
 }
 
 // renewal is the outcome of one renewal begun at begin.

@@ -157,7 +157,33 @@ func TestMemberHoldsItsLease(t *testing.T) {
 		return m.Tenure().WritableUntil().Equal(t0.Add(DefaultRenewPeriod + DefaultLeaseDuration))
 	})
 
-	fc.Step(time.Second) // the stop begins between two renewals
+	// The replica's stop begins between two renewals: the member renews
+	// at once, marked as stopping (nothing new is placed on it), and
+	// every renewal after keeps the mark, with the time it began.
+	if lease, _ := leaseOf(t, c, m); Stopping(lease) {
+		t.Fatalf("the Lease is marked as stopping before the stop: %v", lease.Annotations)
+	}
+	armed(t, fc)
+	fc.Step(time.Second)
+	m.BeginStop()
+	stoppedAt := t0.Add(DefaultRenewPeriod + time.Second)
+	await.True(t, "the Lease is marked as stopping at once", 10*time.Second, renewedAt(t, c, m, stoppedAt))
+	lease, _ = leaseOf(t, c, m)
+	since := lease.Annotations["shard.kopf.dev/stopping"] // a wire name
+	if !Stopping(lease) || since != stoppedAt.Format(time.RFC3339Nano) {
+		t.Errorf("after the stop began the Lease says stopping %q, want %v", since, stoppedAt)
+	}
+	if got := m.Tenure().Renewed; !got.Equal(stoppedAt) {
+		t.Errorf("the marked renewal counts from %v, want %v", got, stoppedAt)
+	}
+	armed(t, fc)
+	fc.Step(DefaultRenewPeriod)
+	await.True(t, "the member renews on while it stops", 10*time.Second, renewedAt(t, c, m, stoppedAt.Add(DefaultRenewPeriod)))
+	if lease, _ := leaseOf(t, c, m); lease.Annotations[StoppingAnnotation] != since {
+		t.Errorf("a renewal while stopping says %q, want the mark kept as %q", lease.Annotations[StoppingAnnotation], since)
+	}
+	m.BeginStop() // a second call changes nothing
+
 	cancel()
 	if err := result(); err != nil {
 		t.Errorf("Start() = %v, want nil after a graceful stop", err)
@@ -165,14 +191,6 @@ func TestMemberHoldsItsLease(t *testing.T) {
 	lease, err = leaseOf(t, c, m)
 	if err != nil || Released(lease) {
 		t.Errorf("the Lease went with the stop, before the member's work was known to have stopped: %v", err)
-	}
-	// The stop's start is told, so that nothing new is placed on it: one
-	// more renewal, marked, which the tenure counts.
-	if !Stopping(lease) || lease.Annotations["shard.kopf.dev/stopping"] == "" { // a wire name
-		t.Errorf("after the stop began the Lease is not marked as stopping: %v", lease.Annotations)
-	}
-	if got, want := m.Tenure().Renewed, t0.Add(DefaultRenewPeriod+time.Second); !got.Equal(want) {
-		t.Errorf("the mark counts as a renewal begun at %v, want %v", got, want)
 	}
 	if err := m.Release(context.Background()); err != nil {
 		t.Fatal(err)

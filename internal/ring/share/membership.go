@@ -89,6 +89,9 @@ func (m *membership) Start(ctx context.Context) error {
 		return err // fenced: the manager stops
 	case <-ctx.Done():
 	}
+	// The member renews on while the engine stops, marked as stopping:
+	// nothing new goes to it meanwhile.
+	m.member.BeginStop()
 	for _, f := range m.after {
 		select {
 		case <-f.done:

@@ -391,6 +391,8 @@ func TestMembershipReleasesAfterTheEngine(t *testing.T) {
 	}
 	if lease := (&coordinationv1.Lease{}); c.Get(context.Background(), key, lease) != nil || ring.Released(lease) {
 		t.Fatal("the Lease was given up while the engine was still stopping")
+	} else if !ring.Stopping(lease) {
+		t.Error("the Lease renewed while the engine stops does not say that the member stops: the ring would place new objects on it")
 	}
 	close(engine.release)
 	if err := <-result; err != nil {
