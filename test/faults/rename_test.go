@@ -1,9 +1,12 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"testing"
 	"time"
 
 	"github.com/kopf-go/kopf/test/faults/faultlog"
@@ -119,17 +122,59 @@ func replace(ctx context.Context, into *ring, podID string, m *member, rings ...
 	// As a rollout waits for the new pod to be ready, the next step waits
 	// until what the stopped member held runs elsewhere: otherwise the
 	// rollout outruns the takeover, and the renamed ring's members hold
-	// nothing when their turn to go comes.
+	// nothing when their turn to go comes. Each object counts once it has
+	// run elsewhere since the stop: other faults may stop its new owner
+	// afterwards, which is theirs to judge.
+	stopped := time.Now()
 	bound := 2*into.timing.effective().lease + 30*time.Second
-	if err := poll(ctx, bound, func() bool { return runsElsewhere(ctx, held, m, rings...) }); err != nil {
-		return nil, fmt.Errorf("the objects of %s did not run elsewhere after its stop: %w", m.PodID(), err)
+	ran := map[string]bool{}
+	for !ranElsewhere(ctx, held, ran, m, rings...) {
+		if time.Now().After(renameDeadline(into.log.Entries(), stopped, bound)) {
+			var waiting []string
+			for _, o := range held {
+				if !ran[o] {
+					waiting = append(waiting, o)
+				}
+			}
+			return nil, fmt.Errorf("the objects of %s did not run elsewhere after its stop: timed out, %v waiting", m.PodID(), waiting)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		sleep(ctx, 100*time.Millisecond)
 	}
 	return n, nil
 }
 
-// runsElsewhere tells whether every object of held that still exists is
-// active on an up member of the rings other than gone.
-func runsElsewhere(ctx context.Context, held []string, gone *member, rings ...*ring) bool {
+// renameDeadline is when a rename step's wait for a stopped member's
+// objects runs out: bound after the stop, or after the start of a later
+// fault of another kind with a victim in the ring, since its victim may
+// be the member that took the objects over, whose lease they then wait
+// for; at most three bounds after the stop. Faults come every few
+// seconds in TestChaos, and a ring whose few members are hit one after
+// another (a replica killed five times within a minute, say) delays a
+// takeover by lease after lease: the checker judges those faults'
+// takeovers; this wait only paces the rollout.
+func renameDeadline(entries []faultlog.Entry, stopped time.Time, bound time.Duration) time.Time {
+	deadline := stopped.Add(bound)
+	entries = slices.Clone(entries)
+	slices.SortFunc(entries, func(a, b faultlog.Entry) int { return cmp.Compare(a.Start, b.Start) })
+	for _, e := range entries {
+		start := time.Unix(0, e.Start)
+		if e.IsFault() && e.Kind != ringRenamed && e.Replica != "" && start.After(stopped) && start.Before(deadline) {
+			deadline = start.Add(bound)
+		}
+	}
+	if last := stopped.Add(3 * bound); deadline.After(last) {
+		return last
+	}
+	return deadline
+}
+
+// ranElsewhere records in ran the objects of held that are active now on
+// an up member of the rings other than gone, or no longer exist, and
+// tells whether every object of held is in ran.
+func ranElsewhere(ctx context.Context, held []string, ran map[string]bool, gone *member, rings ...*ring) bool {
 	objs, err := rings[0].objects(ctx)
 	if err != nil {
 		return false
@@ -138,22 +183,23 @@ func runsElsewhere(ctx context.Context, held []string, gone *member, rings ...*r
 	for _, o := range objs {
 		exists[o.GetNamespace()+"/"+o.GetName()] = true
 	}
-	active := map[string]bool{}
 	for _, r := range rings {
 		for _, m := range r.all() {
 			if m != gone && m.Up() {
 				for _, o := range m.activeOn(pickWindow) {
-					active[o] = true
+					ran[o] = true
 				}
 			}
 		}
 	}
+	all := true
 	for _, o := range held {
-		if exists[o] && !active[o] {
-			return false
+		if !exists[o] {
+			ran[o] = true
 		}
+		all = all && ran[o]
 	}
-	return true
+	return all
 }
 
 // begun tells whether a fault of the kind has begun.
@@ -164,4 +210,47 @@ func (s *suite) begun(kind string) bool {
 		}
 	}
 	return false
+}
+
+// A rename step waits bound after the stop, or after the start of a
+// later fault with a victim that began while it waited, up to three
+// bounds; lifecycle events, failed faults, faults without a victim and
+// faults that began before the stop or after the wait ran out do not
+// extend it.
+func TestRenameDeadline(t *testing.T) {
+	stopped := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	const bound = time.Minute
+	at := func(d time.Duration) int64 { return stopped.Add(d).UnixNano() }
+	fault := func(kind string, d time.Duration, victim string) faultlog.Entry {
+		return faultlog.Entry{Kind: kind, Start: at(d), Replica: victim}
+	}
+	tests := []struct {
+		name    string
+		entries []faultlog.Entry
+		want    time.Duration
+	}{
+		{"no other fault", nil, bound},
+		{"a fault before the stop", []faultlog.Entry{fault(faultlog.Kill, -time.Second, "r1")}, bound},
+		{"lifecycle events and faults without a victim", []faultlog.Entry{
+			fault(faultlog.ProcessExit, 10*time.Second, "r1"), fault(faultlog.ProcessStart, 20*time.Second, "r1"),
+			fault(faultlog.SecondRing, 30*time.Second, ""), fault(ringRenamed, 40*time.Second, "r2"),
+			{Kind: faultlog.Kill, Start: at(50 * time.Second), Replica: "r3", Failed: "gone"},
+		}, bound},
+		{"a fault while it waits", []faultlog.Entry{fault(faultlog.Kill, 20*time.Second, "r1")}, 20*time.Second + bound},
+		{"faults one after another, in any order", []faultlog.Entry{
+			fault(faultlog.Pause, 100*time.Second, "r2"), fault(faultlog.Kill, 50*time.Second, "r1"),
+		}, 100*time.Second + bound},
+		{"a fault after the wait ran out", []faultlog.Entry{fault(faultlog.Kill, 61*time.Second, "r1")}, bound},
+		{"at most three bounds", []faultlog.Entry{
+			fault(faultlog.Kill, 50*time.Second, "r1"), fault(faultlog.Pause, 100*time.Second, "r2"),
+			fault(faultlog.Kill, 150*time.Second, "r3"),
+		}, 3 * bound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := renameDeadline(tt.entries, stopped, bound); !got.Equal(stopped.Add(tt.want)) {
+				t.Errorf("renameDeadline() = stop + %v, want stop + %v", got.Sub(stopped), tt.want)
+			}
+		})
+	}
 }
