@@ -48,6 +48,8 @@ type observer struct {
 	gap     bool
 	seen    map[string]bool
 	members map[string]string
+	// held is when each member's Lease was last seen held (UnixNano).
+	held map[string]int64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -63,7 +65,7 @@ func observe(t testing.TB, ns string, r *ring) *observer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &observer{ns: ns, names: r.names, leaseNS: r.leaseNS, ring: r.name, c: c, last: map[string]string{},
-		seen: map[string]bool{}, members: map[string]string{}, cancel: cancel, done: make(chan struct{})}
+		seen: map[string]bool{}, members: map[string]string{}, held: map[string]int64{}, cancel: cancel, done: make(chan struct{})}
 	leases := make(chan struct{})
 	go func() {
 		defer close(leases)
@@ -197,19 +199,24 @@ func (o *observer) followLeases(ctx context.Context) {
 				name, ok := strings.CutPrefix(l.Name, o.names.memberLeasePrefix)
 				if ok && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
 					o.members[name] = *l.Spec.HolderIdentity
+					o.held[name] = time.Now().UnixNano()
 				}
 			}
 			o.mu.Unlock()
 		}
-		sleep(ctx, 200*time.Millisecond)
+		sleep(ctx, leasePoll)
 	}
 }
 
-// seenVersions are the versions seen so far, and the member names.
-func (o *observer) seenVersions() ([]checker.Version, map[string]string) {
+// leasePoll is how often followLeases lists the Leases.
+const leasePoll = 200 * time.Millisecond
+
+// seenVersions are the versions seen so far, the member names, and when
+// each member's Lease was last seen held.
+func (o *observer) seenVersions() ([]checker.Version, map[string]string, map[string]int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return slices.Clone(o.versions), maps.Clone(o.members)
+	return slices.Clone(o.versions), maps.Clone(o.members), maps.Clone(o.held)
 }
 
 // written are the label changes to any of the values.

@@ -19,9 +19,9 @@ func (s *suite) check() checker.Report {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	versions, members := s.obs.seenVersions()
+	versions, members, held := s.obs.seenVersions()
 	return checker.Check(checker.Input{Records: records, Faults: s.log.Entries(), Until: time.Now().UnixNano(),
-		Origin: s.began.UnixNano(), Versions: versions, Members: members})
+		Origin: s.began.UnixNano(), Versions: versions, Members: members, MembersHeld: held, LeasePoll: leasePoll})
 }
 
 // keep, if set, is where runs leave their records, fault log and the

@@ -50,6 +50,12 @@ type Input struct {
 	// writes (LateWrites).
 	Versions []Version
 	Members  map[string]string
+	// MembersHeld is when each member's Lease was last seen held
+	// (UnixNano), by a listing every LeasePoll: a member whose Lease is
+	// gone has been retired, and its adopters work on its objects under
+	// its grant.
+	MembersHeld map[string]int64
+	LeasePoll   time.Duration
 }
 
 // Overlap is a stretch during which two actors were active on an object.
@@ -161,7 +167,7 @@ func Check(in Input) Report {
 	r.Takeovers = takeovers(active, deletions(all), in.Faults)
 	r.Duplicates = duplicates(all, in.Faults)
 	r.Kinds = kinds(r, in.Faults)
-	r.LateWrites, r.Judged = LateWrites(in.Versions, in.Members, lives(all, in.Faults, in.Until))
+	r.LateWrites, r.Judged = LateWrites(in.Versions, in.Members, lives(all, in.Faults, in.Until, in.MembersHeld, in.LeasePoll))
 	for _, v := range in.Versions {
 		if v.AfterGap {
 			r.Unjudged++

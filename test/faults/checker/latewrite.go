@@ -3,6 +3,7 @@ package checker
 import (
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/kopf-go/kopf/test/faults/faultlog"
 )
@@ -47,11 +48,26 @@ type LateWrite struct {
 }
 
 // Lives are what the rule of late writes knows of the writers beyond the
-// versions: when each result's run began (Runs, by its actor and run), and
-// when each replica had a process running (Processes, by POD_ID).
+// versions: when each result's run began (Runs, by its actor and run),
+// when each replica had a process running (Processes, by POD_ID), and
+// until when each member's Lease was seen held (Held, by member name, at
+// most Poll before it went).
 type Lives struct {
 	Runs      map[Result]int64
 	Processes map[string][]Interval
+	Held      map[string]int64
+	Poll      time.Duration
+}
+
+// goneMember says whether the run behind a result began after the
+// member's Lease was gone (deleted or released): the ring had retired the
+// member by then, so the writer may be its adopter, which works on its
+// objects under its grant. A run that began within a poll of the last
+// sighting is judged: the Lease may still have been there.
+func (l Lives) goneMember(r Result, member string) bool {
+	began, ok := l.Runs[r]
+	held, seen := l.Held[member]
+	return ok && seen && began > held+int64(l.Poll)
 }
 
 // orphaned says whether the run behind a result began while no process
@@ -74,8 +90,8 @@ func (l Lives) orphaned(r Result, replica string) bool {
 // lives reads the runs' starts from the records and the processes'
 // lifetimes from the fault log; a process still running at the end lives
 // until until.
-func lives(all []*run, faults []faultlog.Entry, until int64) Lives {
-	l := Lives{Runs: map[Result]int64{}, Processes: map[string][]Interval{}}
+func lives(all []*run, faults []faultlog.Entry, until int64, held map[string]int64, poll time.Duration) Lives {
+	l := Lives{Runs: map[Result]int64{}, Processes: map[string][]Interval{}, Held: held, Poll: poll}
 	for _, x := range all {
 		l.Runs[Result{Actor: x.actor, Run: x.number}] = x.from
 	}
@@ -108,9 +124,11 @@ func lives(all []*run, faults []faultlog.Entry, until int64) Lives {
 // member's objects under that member's grant until it claims them (and
 // completes a deletion without a claim), and a ring renamed in a rolling
 // update writes under keys this rule does not read. Nor is a result whose
-// run began while no process of the grant's member's replica ran (lives):
-// that member was retired, and the writer, which may once have held the
-// grant itself, can be its adopter. The delete handler's results
+// run began while no process of the grant's member's replica ran, or
+// after the grant's member's Lease was gone (lives): that member was
+// retired, and the writer, which may once have held the grant itself,
+// can be its adopter (a replica restarted under a new member name runs
+// while its old member is retired). The delete handler's results
 // (DeleteHandler) are not judged at all: an adopter completes a deletion
 // under the retired member's grant, with no claim, and that member may
 // be one the adopter once handed the object to, still running; without
@@ -158,7 +176,7 @@ func LateWrites(versions []Version, members map[string]string, lives Lives) ([]L
 				if !held[replica(r.Actor)] {
 					continue // never its to write: an adopter's, or another ring's
 				}
-				if prev.Grant != "" && lives.orphaned(r, holder) {
+				if prev.Grant != "" && (lives.orphaned(r, holder) || lives.goneMember(r, prev.Grant)) {
 					continue // run for a retired member: possibly its adopter's
 				}
 				judged++

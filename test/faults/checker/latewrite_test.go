@@ -114,6 +114,40 @@ func TestLateWrites(t *testing.T) {
 			judged: 1,
 		},
 		{
+			// The new owner's replica runs again, restarted under another
+			// member name: its old member was retired, and the former owner
+			// adopts the object (make chaos: an adopter's create result on
+			// an object whose deletion began meanwhile, which is not
+			// claimed).
+			name: "a run begun after the new owner's member's Lease was gone is its adopter's, though its replica runs again: not judged",
+			versions: []Version{
+				v("2", "m-a", nil),
+				v("3", "m-b", nil),
+				v("4", "m-b", map[string]Result{"create": res("a/11", 3)}),
+			},
+			lives: Lives{
+				Runs:      map[Result]int64{res("a/11", 3): 700},
+				Processes: map[string][]Interval{"a": {{From: 0, To: 1000}}, "b": {{From: 100, To: 400}, {From: 650, To: 1000}}},
+				Held:      map[string]int64{"m-b": 380}, Poll: 200,
+			},
+			judged: 0,
+		},
+		{
+			name: "a run begun within a poll of the last sighting of the new owner's member's Lease is judged",
+			versions: []Version{
+				v("2", "m-a", nil),
+				v("3", "m-b", nil),
+				v("4", "m-b", map[string]Result{"create": res("a/11", 3)}),
+			},
+			lives: Lives{
+				Runs:      map[Result]int64{res("a/11", 3): 700},
+				Processes: map[string][]Interval{"a": {{From: 0, To: 1000}}, "b": {{From: 100, To: 400}, {From: 650, To: 1000}}},
+				Held:      map[string]int64{"m-b": 550}, Poll: 200,
+			},
+			want:   []late{{"4", "create", "a/11", "m-b"}},
+			judged: 1,
+		},
+		{
 			name: "results of a writer that never held the grant (another ring's, under keys the rule does not read) are not judged",
 			versions: []Version{
 				v("2", "", nil),
