@@ -53,6 +53,10 @@ func (s *suite) renameRing(ctx context.Context) error {
 	to := fmt.Sprintf("%s-renamed-%d", r.name, nth)
 	renamed := newRing(r.t, to, r.ns, r.leaseNS, r.dir, r.log, r.timing)
 	renamed.extra = []string{"--standalone"}
+	r.mu.Lock()
+	r.renamed = append(r.renamed, renamed)
+	rings := append([]*ring{r}, r.renamed...) // every ring that may hold objects
+	r.mu.Unlock()
 
 	// Every member that is up and under no fault is this fault's: no
 	// other fault picks it meanwhile.
@@ -73,7 +77,7 @@ func (s *suite) renameRing(ctx context.Context) error {
 	id := r.log.Begin(faultlog.Entry{Kind: ringRenamed, Note: fmt.Sprintf("%d replicas of %s to %s and back", len(old), r.name, to)})
 	var back []*member
 	for i, m := range old {
-		n, err := replace(ctx, renamed, fmt.Sprintf("renamed-%d-%d", nth, i), m, r, renamed)
+		n, err := replace(ctx, renamed, fmt.Sprintf("renamed-%d-%d", nth, i), m, rings...)
 		if err != nil {
 			r.log.End(id, err.Error())
 			return err
@@ -81,7 +85,7 @@ func (s *suite) renameRing(ctx context.Context) error {
 		back = append(back, n)
 	}
 	for i, m := range back {
-		n, err := replace(ctx, r, fmt.Sprintf("back-%d-%d", nth, i), m, r, renamed)
+		n, err := replace(ctx, r, fmt.Sprintf("back-%d-%d", nth, i), m, rings...)
 		if err != nil {
 			r.log.End(id, err.Error())
 			return err

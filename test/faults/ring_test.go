@@ -85,6 +85,9 @@ type ring struct {
 	secondRings, renames, reuses int
 	// renaming: a rename of the ring is under way (rename_test.go).
 	renaming bool
+	// renamed are the rings its renames started; a rename that failed
+	// half-way leaves replicas in one, which may hold objects.
+	renamed []*ring
 	// extra are more of the runner's flags for its replicas.
 	extra []string
 }
