@@ -428,28 +428,15 @@ func fetchAPIServerProfile(seconds int, path string) error {
 		return err
 	}
 	httpClient.Timeout = time.Duration(seconds+30) * time.Second
-	resp, err := httpClient.Get(strings.TrimSuffix(cfg.Host, "/") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", cfg.Host, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return fetchWith(httpClient, strings.TrimSuffix(cfg.Host, "/")+fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), path)
 }
 
 // fetchTo writes what url answers into path.
-func fetchTo(url, path string) error {
-	resp, err := http.Get(url)
+func fetchTo(url, path string) error { return fetchWith(http.DefaultClient, url, path) }
+
+// fetchWith writes what url answers to c into path.
+func fetchWith(c *http.Client, url, path string) error {
+	resp, err := c.Get(url)
 	if err != nil {
 		return err
 	}

@@ -223,12 +223,18 @@ func (r *testRing) createObjects(n int) []string {
 	for i := range names {
 		names[i] = fmt.Sprintf("obj-%04d", i)
 	}
+	r.createNamed(names)
+	return names
+}
+
+// createNamed creates objects of these names, in parallel.
+func (r *testRing) createNamed(names []string) {
+	r.t.Helper()
 	r.parallel(names, func(name string) error {
 		obj := r.object(name)
 		obj.Object["spec"] = map[string]any{"field": "v0"}
 		return env.Client.Create(context.Background(), obj)
 	})
-	return names
 }
 
 // parallel runs f for every name, 8 at a time, and fails on any error.

@@ -67,11 +67,7 @@ func TestAStoppingReplicaTakesNoNewObject(t *testing.T) {
 	for i := range later {
 		later[i] = fmt.Sprintf("later-%02d", i)
 	}
-	r.parallel(later, func(name string) error {
-		obj := r.object(name)
-		obj.Object["spec"] = map[string]any{"field": "v0"}
-		return env.Client.Create(context.Background(), obj)
-	})
+	r.createNamed(later)
 	owners := map[string]string{}
 	kopftest.Eventually(t, "every new object has an owner", 10*time.Second, func() bool {
 		for _, name := range later {
