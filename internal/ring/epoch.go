@@ -109,8 +109,8 @@ func epochAnnotations(e sharding.Epoch) map[string]string {
 		SerialAnnotation:  strconv.FormatInt(e.Serial, 10),
 		JoinedAnnotation:  serials(e.Joined),
 		RetiredAnnotation: serials(e.Retired),
-		// Read by versions that know it; others hash over all the
-		// members, which is safe, and only places on a stopping one.
+		// Versions that do not read it hash over all the members:
+		// safe, and only slower for what they place on a stopping one.
 		StoppingAnnotation: strings.Join(e.Stopping, ","),
 	}
 }

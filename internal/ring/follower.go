@@ -108,7 +108,11 @@ func (f *follower) seen(obj any) {
 		return
 	}
 	f.mu.Lock()
-	f.stopping[member] = Stopping(lease) && !Released(lease)
+	if Stopping(lease) && !Released(lease) {
+		f.stopping[member] = true
+	} else {
+		delete(f.stopping, member)
+	}
 	f.mu.Unlock()
 	if Released(lease) {
 		f.live.Forget(member)

@@ -157,9 +157,8 @@ func (m *Member) renew(ctx context.Context, begin time.Time) error {
 	// clock may not be the real one.
 	ctx, cancel := context.WithTimeout(ctx, m.Tenure().FenceAt().Sub(m.s.Clock.Now()))
 	defer cancel()
-	m.mu.Lock()
-	stopping, since := m.stopping, m.lease.Annotations[StoppingAnnotation]
-	m.mu.Unlock()
+	var stopping bool
+	var since string
 	mine := func(lease *coordinationv1.Lease) *coordinationv1.Lease {
 		lease = m.claimed(lease, metav1.NewMicroTime(begin))
 		if stopping {
@@ -168,6 +167,7 @@ func (m *Member) renew(ctx context.Context, begin time.Time) error {
 		return lease
 	}
 	m.mu.Lock()
+	stopping, since = m.stopping, m.lease.Annotations[StoppingAnnotation]
 	lease := mine(m.lease.DeepCopy())
 	m.mu.Unlock()
 	err := m.c.Update(ctx, lease)

@@ -40,9 +40,10 @@ type Move struct {
 func ObjectKey(namespace, name string) string { return Bucket(namespace + "/" + name) }
 
 // Place decides the assigner's write for one object with the given key
-// (ObjectKey), given the live members (sorted or not) and which members
-// that are not live may still be working (doubtful; nil: none); false:
-// nothing to write.
+// (ObjectKey), given the live members (sorted or not), those of them that
+// take new objects (placing: the ones that do not stop, Placing), and
+// which members that are not live may still be working (doubtful; nil:
+// none); false: nothing to write.
 //
 // The grant, not the owner label, tells who may be working on the object:
 // only the assigner and a handing-over owner write it, while a label can
@@ -59,9 +60,6 @@ func ObjectKey(namespace, name string) string { return Bucket(namespace + "/" + 
 // keeps) counts as granted to a live one: its adopter may be working on
 // it, so only a label edited under it is put back.
 func Place(key string, p Placement, live, placing []string, doubtful, adopted func(member string) bool) (Move, bool) {
-	if placing == nil {
-		placing = live
-	}
 	want := Owner(key, placing)
 	granted := slices.Contains(live, p.Granted) || p.Granted != "" && adopted != nil && adopted(p.Granted)
 	switch {

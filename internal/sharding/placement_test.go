@@ -24,7 +24,7 @@ func TestPlace(t *testing.T) {
 		live    []string
 		want    Move
 		write   bool
-		placing []string // nil: live
+		placing []string // nil: all of live
 	}{
 		{"an object of a member the assigner never saw, while it is in doubt, waits", owned("member-unseen"), live, Move{}, false, nil},
 		{"a label edited away from a member in doubt waits too", Placement{Owner: other, Granted: "member-unseen"}, live, Move{}, false, nil},
@@ -61,7 +61,11 @@ func TestPlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, write := Place(key, tt.p, tt.live, tt.placing, doubtful, func(m string) bool { return m == "member-retired" })
+			placing := tt.placing
+			if placing == nil {
+				placing = tt.live
+			}
+			got, write := Place(key, tt.p, tt.live, placing, doubtful, func(m string) bool { return m == "member-retired" })
 			if write != tt.write {
 				t.Errorf("Place() writes = %v, want %v", write, tt.write)
 			}

@@ -99,32 +99,14 @@ func (op *operatorProcess) poll(tb testing.TB, what string, cond func() bool) {
 // external operator does not report.
 func procStats(pid int) (stats.Stats, error) {
 	var s stats.Stats
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, fields, err := procStat(pid)
 	if err != nil {
 		return s, err
 	}
-	// The command name, in parentheses, may hold spaces; the fields
-	// after it are numbered from 3 (state).
-	_, after, ok := strings.Cut(string(stat), ") ")
-	if !ok {
-		return s, fmt.Errorf("parse /proc/%d/stat: %q", pid, stat)
+	// utime, stime, cutime, cstime are fields 14-17 (fields[11:15]).
+	if s.CPU, err = cpuSeconds(fields[11:15]); err != nil {
+		return s, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
 	}
-	fields := strings.Fields(after)
-	if len(fields) < 15 {
-		return s, fmt.Errorf("parse /proc/%d/stat: %q", pid, stat)
-	}
-	// utime, stime, cutime, cstime are fields 14-17, in clock ticks
-	// (USER_HZ, 100 a second on Linux).
-	const userHZ = 100
-	var ticks float64
-	for _, f := range fields[11:15] {
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			return s, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
-		}
-		ticks += v
-	}
-	s.CPU = ticks / userHZ
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return s, err
@@ -139,4 +121,39 @@ func procStats(pid int) (stats.Stats, error) {
 		}
 	}
 	return s, nil
+}
+
+// procStat reads /proc/<pid>/stat: the command, and the fields after it,
+// numbered from 3 (state), so that fields[0] is field 3. The command, in
+// parentheses, may hold spaces and parentheses: the fields begin after
+// the last closing one.
+func procStat(pid int) (comm string, fields []string, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", nil, err
+	}
+	open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+	if open < 0 || end < open {
+		return "", nil, fmt.Errorf("parse /proc/%d/stat: %q", pid, stat)
+	}
+	fields = strings.Fields(string(stat)[end+1:])
+	if len(fields) < 15 {
+		return "", nil, fmt.Errorf("parse /proc/%d/stat: %q", pid, stat)
+	}
+	return string(stat)[open+1 : end], fields, nil
+}
+
+// cpuSeconds sums fields of /proc/<pid>/stat counted in clock ticks
+// (USER_HZ, 100 a second on Linux) into seconds.
+func cpuSeconds(ticks []string) (float64, error) {
+	const userHZ = 100
+	var sum float64
+	for _, f := range ticks {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum / userHZ, nil
 }

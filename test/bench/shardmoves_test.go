@@ -498,31 +498,19 @@ func (r *benchRing) processCPU() map[string]float64 {
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		comm, fields, err := procStat(pid)
 		if err != nil {
-			continue
+			continue // gone meanwhile
 		}
-		// pid (comm) state ppid ... utime stime: the command may hold
-		// spaces, so fields count from its closing parenthesis.
-		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
-		if open < 0 || end < open {
-			continue
-		}
-		fields := strings.Fields(string(data)[end+1:])
-		if len(fields) < 13 {
-			continue
-		}
-		utime, err1 := strconv.ParseFloat(fields[11], 64)
-		stime, err2 := strconv.ParseFloat(fields[12], 64)
-		if err1 != nil || err2 != nil {
+		used, err := cpuSeconds(fields[11:13]) // utime, stime: its own
+		if err != nil {
 			continue
 		}
 		name, ok := names[pid]
 		if !ok {
-			name = string(data)[open+1 : end]
+			name = comm
 		}
-		const ticks = 100 // USER_HZ on Linux
-		out[name] += (utime + stime) / ticks
+		out[name] += used
 	}
 	return out
 }
