@@ -138,9 +138,10 @@ func (a *adoption) run(ctx context.Context) {
 // was not before reconciled (the epoch retired its owner, or gave it
 // objects of another adopter that died). Asked again with the same
 // answer, as while a takeover's pause lasts, it does not look through
-// them again: a pass reads every object of the standby caches, tens of
-// thousands at scale, while the takeover's objects start. The standby
-// caches start last, after those stopped are gone.
+// them again: a pass reads the objects of the retired members in the
+// standby caches, tens of thousands at scale, while the takeover's
+// objects start. The standby caches start last, after those stopped are
+// gone.
 func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector, adopts bool) {
 	wanted := map[adoptKey]labels.Selector{}
 	for retired, sels := range want {
@@ -159,9 +160,15 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 	}
 	kept := slices.Collect(maps.Values(a.caches))
 	a.mu.Unlock()
+	var retired []string
+	for r := range want {
+		if r != ownership.Standby {
+			retired = append(retired, r)
+		}
+	}
 	for _, ac := range kept {
 		if adopts {
-			a.requestAdopted(ctx, ac)
+			a.requestAdopted(ctx, ac, retired)
 		}
 	}
 	keys := slices.SortedFunc(maps.Keys(wanted), func(x, y adoptKey) int {
@@ -210,6 +217,12 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 		return nil, fmt.Errorf("create the cache of the objects of %s: %w", retired, err)
 	}
 	cctx, stop := context.WithCancel(ctx)
+	for _, r := range a.kinds {
+		if err := c.IndexField(cctx, r.objects.New(), ownerIndex, a.ownerOf); err != nil {
+			stop()
+			return nil, fmt.Errorf("index the objects of %s by their owner: %w", retired, err)
+		}
+	}
 	ac := &adoptCache{c: c, stop: stop, done: make(chan struct{}), entering: map[*kindState]*enteringLater{}}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = c.Start(cctx) })
@@ -310,10 +323,17 @@ func (h *enteringLater) wait(uid types.UID) time.Duration {
 // was offered.
 func (h *enteringLater) adopts(obj client.Object) bool { return offerIfAdopted(h.own, h.offered, obj) }
 
-// offerIfAdopted reports whether the replica adopts the object, and if so
-// notes it among the cache's objects offered to its handlers.
+// offerIfAdopted reports whether the replica adopts the object, and
+// notes it among the cache's objects offered to its handlers if so, and
+// not among them if not: an object that a claim moved to a live member
+// is offered again if that member retires later, which requestAdopted,
+// reading only the retired members' objects, would not see otherwise.
 func offerIfAdopted(own ownership.Ownership, offered *sync.Map, obj client.Object) bool {
-	if obj == nil || !own.Adopts(obj) {
+	if obj == nil {
+		return false
+	}
+	if !own.Adopts(obj) {
+		offered.Delete(obj.GetUID())
 		return false
 	}
 	offered.Store(obj.GetUID(), struct{}{})
@@ -377,14 +397,29 @@ func (h *enteringLater) Generic(ctx context.Context, e event.GenericEvent, q wor
 	}
 }
 
+// ownerIndex indexes an adoption cache's objects by the member that
+// their owner label names (ownership.OwnerOf).
+const ownerIndex = "kopf.dev/ring-owner"
+
+// ownerOf is the index function of ownerIndex.
+func (a *adoption) ownerOf(obj client.Object) []string {
+	if owner := a.e.own.OwnerOf(obj); owner != "" {
+		return []string{owner}
+	}
+	return nil
+}
+
 // requestAdopted asks for a reconcile of every object of the cache that
 // this replica adopts now and that its handlers were not given yet, and
 // offers it to the low-level handlers as listed: a change of the epoch,
 // not an event, made it adopted (a standby cache's, once its owner
-// retired). One that moved lately waits out the margin.
-func (a *adoption) requestAdopted(ctx context.Context, ac *adoptCache) {
+// retired). One that moved lately waits out the margin. It reads only
+// the objects of the retired members that the replica adopts from (by
+// ownerIndex): an object of a live member is adopted by none, and its
+// events keep it out of those offered (offerIfAdopted).
+func (a *adoption) requestAdopted(ctx context.Context, ac *adoptCache, retired []string) {
 	for _, r := range a.kinds {
-		for _, obj := range a.list(ctx, ac.c, r) {
+		for _, obj := range a.listOwnedBy(ctx, ac.c, r, retired) {
 			uid, key := obj.GetUID(), client.ObjectKeyFromObject(obj)
 			// Whether the replica remembers the object says nothing: it
 			// may remember an object it handed over long ago.
@@ -603,6 +638,31 @@ func (a *adoption) list(ctx context.Context, c cache.Cache, r *kindState) []clie
 		}
 		return nil
 	})
+	return out
+}
+
+// listOwnedBy are the kind's objects in the cache whose owner label names
+// one of the members (none if it cannot list them), read by ownerIndex:
+// the cache's own, as list's.
+func (a *adoption) listOwnedBy(ctx context.Context, c cache.Cache, r *kindState, owners []string) []client.Object {
+	var out []client.Object
+	for _, owner := range owners {
+		list, err := newList(r, a.e.mgr.GetScheme())
+		if err != nil {
+			return nil
+		}
+		if err := c.List(ctx, list, client.MatchingFields{ownerIndex: owner}, client.UnsafeDisableDeepCopy); err != nil {
+			a.e.log.Error(err, "The objects of a retired ring member cannot be read from an adoption cache; they are read at the epoch's next change.",
+				"retired", owner)
+			continue
+		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok {
+				out = append(out, obj)
+			}
+			return nil
+		})
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -117,10 +118,20 @@ func TestAStandbyCacheNotesMovesAndQueuesOnlyWhatItAdopts(t *testing.T) {
 	if _, ok := h.offered.Load(types.UID("uid-moved")); ok {
 		t.Error("an object of a live member is taken for offered")
 	}
+	h.Create(ctx, event.CreateEvent{Object: obj("claimed", "retired"), IsInInitialList: true}, q)
+	if _, ok := h.offered.Load(types.UID("uid-claimed")); !ok {
+		t.Error("an adopted object in the first listing was not taken for offered")
+	}
+	q.now = nil
 	forgotten = nil
 	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("claimed", "retired"), ObjectNew: obj("claimed", "me")}, q)
 	if len(forgotten) != 1 || forgotten[0] != "uid-claimed" {
 		t.Errorf("an object the cache shows claimed: claims forgotten %v, want its own", forgotten)
+	}
+	// Should its new owner retire later, the epoch's pass, which reads
+	// the retired members' objects alone, must offer it again.
+	if _, ok := h.offered.Load(types.UID("uid-claimed")); ok {
+		t.Error("an object that the cache shows moved to a live member is still taken for offered")
 	}
 
 	h.Update(ctx, event.UpdateEvent{ObjectOld: obj("adopted", "retired"), ObjectNew: obj("adopted", "retired", "edited")}, q)
@@ -195,14 +206,21 @@ func TestAClaimSentHidesTheCopyFromBeforeIt(t *testing.T) {
 	}
 }
 
-// listCounting is a cache that counts its lists and lists nothing.
+// listCounting is a cache that records the field selector of each list
+// ("" for none) and lists nothing.
 type listCounting struct {
 	cache.Cache
-	lists int
+	fields []string
 }
 
-func (c *listCounting) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	c.lists++
+func (c *listCounting) List(_ context.Context, _ client.ObjectList, opts ...client.ListOption) error {
+	var o client.ListOptions
+	o.ApplyOptions(opts)
+	sel := ""
+	if o.FieldSelector != nil {
+		sel = o.FieldSelector.String()
+	}
+	c.fields = append(c.fields, sel)
 	return nil
 }
 
@@ -216,23 +234,30 @@ func (m schemeOnly) GetScheme() *runtime.Scheme { return m.scheme }
 
 // follow looks through the caches that keep going only when what Adopts
 // answers may have changed: asked again with the same answer (a takeover's
-// pause, re-asked every drainIdle), it reads none of their objects.
+// pause, re-asked every drainIdle), it reads none of their objects. When
+// it does, it reads only the retired members' objects, by the owner index,
+// in the standby caches as in the retired member's own.
 func TestFollowLooksThroughKeptCachesOnlyForANewAnswer(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}
 	kind := &registry.Kind{GVK: gvk, NewObject: func() registry.Object { return &unstructured.Unstructured{} }}
-	sel := labels.SelectorFromSet(labels.Set{"bucket": "1"})
-	c := &listCounting{}
+	standbySel := labels.SelectorFromSet(labels.Set{"bucket": "1"})
+	retiredSel := labels.SelectorFromSet(labels.Set{"owner": "retired"})
+	standby, adopted := &listCounting{}, &listCounting{}
 	a := &adoption{e: &engine{mgr: schemeOnly{scheme: runtime.NewScheme()}},
-		kinds:  []*kindState{{objects: objects.Kind{Registered: kind, GVK: gvk}}},
-		caches: map[adoptKey]*adoptCache{{retired: ownership.Standby, selector: sel.String()}: {c: c}}}
-	want := map[string][]labels.Selector{ownership.Standby: {sel}}
+		kinds: []*kindState{{objects: objects.Kind{Registered: kind, GVK: gvk}}},
+		caches: map[adoptKey]*adoptCache{
+			{retired: ownership.Standby, selector: standbySel.String()}: {c: standby},
+			{retired: "retired", selector: retiredSel.String()}:         {c: adopted},
+		}}
+	want := map[string][]labels.Selector{ownership.Standby: {standbySel}, "retired": {retiredSel}}
 	a.follow(context.Background(), want, false)
-	if c.lists != 0 {
-		t.Errorf("the same answer: the kept cache was listed %d times, want none", c.lists)
+	if len(standby.fields)+len(adopted.fields) != 0 {
+		t.Errorf("the same answer: the kept caches were listed %v and %v, want never", standby.fields, adopted.fields)
 	}
 	a.follow(context.Background(), want, true)
-	if c.lists != 1 {
-		t.Errorf("a new answer: the kept cache was listed %d times, want once", c.lists)
+	byOwner := []string{ownerIndex + "=retired"}
+	if !slices.Equal(standby.fields, byOwner) || !slices.Equal(adopted.fields, byOwner) {
+		t.Errorf("a new answer: the kept caches were listed by %q and %q, want once each by %q", standby.fields, adopted.fields, byOwner)
 	}
 }
 

@@ -86,6 +86,12 @@ type Ownership interface {
 	// Adopts reports whether an object of an adoption cache is the
 	// replica's to work on now.
 	Adopts(obj client.Object) bool
+	// OwnerOf is the ring member that an object's owner label names (""
+	// for none). The adoption caches index their objects by it, so that a
+	// change of the epoch looks only through the objects of the retired
+	// members that the replica adopts from, not through every object it
+	// stands by for.
+	OwnerOf(obj metav1.Object) string
 	// Rebucket is the write that puts right an object of an adoption
 	// cache whose bucket label keeps it from its adopter's selection; nil
 	// for an object that needs none.
@@ -182,6 +188,7 @@ func (Unshared) PutBack(client.Object) map[string]any { return nil } // never cl
 
 func (Unshared) Adopting() (map[string][]labels.Selector, <-chan struct{}) { return nil, nil }
 func (Unshared) Adopts(client.Object) bool                                 { return false }
+func (Unshared) OwnerOf(metav1.Object) string                              { return "" }
 func (Unshared) Rebucket(metav1.Object) map[string]any                     { return nil }
 func (Unshared) ClaimAdopted() func(metav1.Object) map[string]any          { return nil }
 

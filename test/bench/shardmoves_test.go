@@ -310,7 +310,7 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 	claims := time.Time{} // the end of the claims' window, once taken over
 	var startAt time.Time // the first daemon elsewhere, and the machine's CPU seconds then
 	var startCPU float64
-	var startProcs map[string]float64
+	var startProcs map[int]namedCPU
 	for claims.IsZero() || f.labelled == 0 && time.Now().Before(claims) {
 		now := time.Now()
 		for _, rep := range r.replicas {
@@ -352,9 +352,11 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 }
 
 // takeoverProfile is how long the survivors' CPU is profiled from a kill
-// on, with -takeover-profiles: past a lease duration, the election and the start
-// of the adopted objects' daemons.
-const takeoverProfile = 40 * time.Second
+// on, with -takeover-profiles: by default past a lease duration, the
+// election, the start of the adopted objects' daemons and the first
+// claims. 18 s ends before the claims of the assigner's kill, which begin
+// 5 s after its epoch, and so profiles the start alone.
+var takeoverProfile = flag.Duration("takeover-profile-for", 40*time.Second, "the sharding benchmarks, with -takeover-profiles: how long from each kill the survivors and the API server are profiled")
 
 // takeoverProfiles, if set, is where profileTakeover writes.
 var takeoverProfiles = flag.String("takeover-profiles", "", "the sharding benchmarks: profile every survivor's CPU through each takeover, into this directory (apart from -profiles, whose whole-run profiles would refuse it)")
@@ -395,7 +397,7 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 			fetch("allocs", ".allocs0")
 			fetch("block", ".block0")
 			fetch("mutex", ".mutex0")
-			fetch(fmt.Sprintf("profile?seconds=%d", int(takeoverProfile.Seconds())), ".cpu")
+			fetch(fmt.Sprintf("profile?seconds=%d", int((*takeoverProfile).Seconds())), ".cpu")
 			fetch("allocs", ".allocs1")
 			fetch("block", ".block1")
 			fetch("mutex", ".mutex1")
@@ -411,7 +413,7 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 	// credentials.
 	wg.Go(func() {
 		path := filepath.Join(*takeoverProfiles, fmt.Sprintf("%s-takeover-%s-kube-apiserver.cpu", r.ns, victim.identity))
-		if err := fetchAPIServerProfile(int(takeoverProfile.Seconds()), path); err != nil {
+		if err := fetchAPIServerProfile(int((*takeoverProfile).Seconds()), path); err != nil {
 			r.tb.Errorf("profile the API server through the takeover: %v", err)
 		}
 	})
@@ -483,15 +485,15 @@ func machineCPU() (float64, bool) {
 }
 
 // processCPU is the CPU time, in seconds, that every process of the
-// machine has used, summed by name: the replicas by identity, this test
-// process as "bench", and the others by their command (kube-apiserver,
-// etcd, ...).
-func (r *benchRing) processCPU() map[string]float64 {
+// machine has used, by pid, with its name: the replicas by identity, this
+// test process as "bench", and the others by their command
+// (kube-apiserver, etcd, ...).
+func (r *benchRing) processCPU() map[int]namedCPU {
 	names := map[int]string{os.Getpid(): "bench"}
 	for _, rep := range r.replicas {
 		names[rep.op.proc.Pid()] = rep.identity
 	}
-	out := map[string]float64{}
+	out := map[int]namedCPU{}
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
@@ -510,18 +512,31 @@ func (r *benchRing) processCPU() map[string]float64 {
 		if !ok {
 			name = comm
 		}
-		out[name] += used
+		out[pid] = namedCPU{name: name, used: used}
 	}
 	return out
 }
 
+// namedCPU is one process's name and the CPU time it has used, seconds.
+type namedCPU struct {
+	name string
+	used float64
+}
+
 // coresSince is how many cores each process used on average over the
-// window, from two readings of processCPU; those under 0.05 are left out.
-func coresSince(before, after map[string]float64, window time.Duration) map[string]float64 {
+// window, from two readings of processCPU, summed by the name of the
+// later; those under 0.05 are left out. Each process counts by its pid:
+// the kernel's workers take the name of the work queue they serve, and
+// one renamed meanwhile must not count its whole life under its new name.
+func coresSince(before, after map[int]namedCPU, window time.Duration) map[string]float64 {
+	byName := map[string]float64{}
+	for pid, now := range after {
+		byName[now.name] += now.used - before[pid].used // a process begun meanwhile: all of it
+	}
 	out := map[string]float64{}
-	for name, t := range after {
-		if used := (t - before[name]) / window.Seconds(); used >= 0.05 {
-			out[name] = used
+	for name, used := range byName {
+		if cores := used / window.Seconds(); cores >= 0.05 {
+			out[name] = cores
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,15 +56,21 @@ const pickWindow = checker.LookBack / 2
 // test its re-election too, which TestChaos does), not the one that
 // ignores its stop, active on an object now, and, if possible, of the
 // wanted slowness (any if slow < 0). rng chooses among the candidates;
-// nil takes the first by POD_ID.
+// nil takes the one active on the most objects, the first by POD_ID
+// among equals: a victim that a later step hits again (victimOf) must
+// still be active on something then, after the churn deleted objects.
 func (r *ring) pick(ctx context.Context, slow time.Duration, rng *rand.Rand, allowAssigner bool) (*member, error) {
 	assigner := r.assigner(ctx)
 	var exact, other []*member
+	active := map[*member]int{}
 	for _, m := range r.all() {
 		r.mu.Lock()
 		busy := r.busy[m.PodID()]
 		r.mu.Unlock()
-		if busy || !m.Up() || m.ignoreStop || (!allowAssigner && m.PodID() == assigner) || len(m.activeOn(pickWindow)) == 0 {
+		if busy || !m.Up() || m.ignoreStop || (!allowAssigner && m.PodID() == assigner) {
+			continue
+		}
+		if active[m] = len(m.activeOn(pickWindow)); active[m] == 0 {
 			continue
 		}
 		if slow < 0 || m.slow == slow {
@@ -80,9 +87,11 @@ func (r *ring) pick(ctx context.Context, slow time.Duration, rng *rand.Rand, all
 		return nil, fmt.Errorf("no member can be a victim now (slow %s)", slow)
 	}
 	slices.SortFunc(candidates, func(a, b *member) int { return strings.Compare(a.PodID(), b.PodID()) })
-	m := candidates[0]
+	var m *member
 	if rng != nil {
 		m = candidates[rng.IntN(len(candidates))]
+	} else {
+		m = slices.MinFunc(candidates, func(a, b *member) int { return cmp.Compare(active[b], active[a]) })
 	}
 	r.mu.Lock()
 	r.busy[m.PodID()] = true

@@ -200,6 +200,9 @@ func (r *Ownership) adopted(obj metav1.Object) bool {
 // adopter, whose cache holds it too.
 func (r *Ownership) Adopts(obj client.Object) bool { return r.adopted(obj) }
 
+// OwnerOf is the member that the object's owner label names.
+func (r *Ownership) OwnerOf(obj metav1.Object) string { return ring.Label(obj, r.keys.Owner) }
+
 // ClaimAdopted is the write that makes an adopted object this member's
 // in the API server: its owner label and grant moved to this member, and
 // its bucket label set, guarded by the object's resourceVersion. The
@@ -291,7 +294,11 @@ func (r *Ownership) FoundAtStart(bool) bool { return true }
 // Entered counts the object for the next summary.
 func (r *Ownership) Entered(obj client.Object) {
 	r.taken.Add(1)
-	r.log.V(1).Info("Took the object into this replica's shard.", "namespace", obj.GetNamespace(), "name", obj.GetName())
+	// Read the object only for a line that is written: a takeover enters
+	// tens of thousands at once.
+	if log := r.log.V(1); log.Enabled() {
+		log.Info("Took the object into this replica's shard.", "namespace", obj.GetNamespace(), "name", obj.GetName())
+	}
 }
 
 // ReconcilesEveryKind: handing an object over takes a reconcile, also of
