@@ -397,7 +397,16 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 			fetch("allocs", ".allocs0")
 			fetch("block", ".block0")
 			fetch("mutex", ".mutex0")
+			// What /proc counts of the replica's CPU over the profile's
+			// window, beside what the profile samples (go tool pprof
+			// -top: Total samples).
+			pid := rep.op.proc.Pid()
+			before, _ := procCPU(pid)
 			fetch(fmt.Sprintf("profile?seconds=%d", int((*takeoverProfile).Seconds())), ".cpu")
+			if after, ok := procCPU(pid); ok && before > 0 {
+				r.tb.Logf("profile of %s through the takeover of %s: /proc counts %.2f s of its CPU over the profile's window (%s)",
+					rep.identity, victim.identity, after-before, path+".cpu")
+			}
 			fetch("allocs", ".allocs1")
 			fetch("block", ".block1")
 			fetch("mutex", ".mutex1")
@@ -515,6 +524,17 @@ func (r *benchRing) processCPU() map[int]namedCPU {
 		out[pid] = namedCPU{name: name, used: used}
 	}
 	return out
+}
+
+// procCPU is the CPU time, in seconds, that the process has used (its
+// utime and stime); false if it cannot be read.
+func procCPU(pid int) (float64, bool) {
+	_, fields, err := procStat(pid)
+	if err != nil {
+		return 0, false
+	}
+	used, err := cpuSeconds(fields[11:13])
+	return used, err == nil
 }
 
 // namedCPU is one process's name and the CPU time it has used, seconds.
