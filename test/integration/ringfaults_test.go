@@ -241,8 +241,16 @@ func TestAStuckLeaseWatchMovesNoObjectOfAMemberItNeverSaw(t *testing.T) {
 	// conditional deletions of their Leases conflict and count them as
 	// renewed: B hears of no renewal through its watch.
 	seenRenewing(t, ns, m1, m2, m3, m4)
-	// Past B's doubt about members it never saw.
-	fake.Step(ringLease + time.Second)
+	// Past B's doubt about members it never saw. B's election runs on
+	// the same clock: one step past its renew deadline would end B's
+	// term before its doubt is acted on (a loaded machine showed that
+	// race), and a new term lists the Leases again and sees m4. So the
+	// clock moves in steps shorter than the renew period, with time
+	// between them for the renewals that each tick asks for.
+	for moved := time.Duration(0); moved < ringLease+time.Second; moved += ringPeriod / 3 {
+		fake.Step(ringPeriod / 3)
+		time.Sleep(50 * time.Millisecond)
+	}
 	// B has placed the objects without a live owner among the members it
 	// knows within a second or two of the step (it did before the fix):
 	// watch five.
