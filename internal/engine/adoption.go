@@ -160,14 +160,14 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 	}
 	kept := slices.Collect(maps.Values(a.caches))
 	a.mu.Unlock()
-	var retired []string
-	for r := range want {
-		if r != ownership.Standby {
-			retired = append(retired, r)
+	if adopts {
+		var retired []string
+		for r := range want {
+			if r != ownership.Standby {
+				retired = append(retired, r)
+			}
 		}
-	}
-	for _, ac := range kept {
-		if adopts {
+		for _, ac := range kept {
 			a.requestAdopted(ctx, ac, retired)
 		}
 	}

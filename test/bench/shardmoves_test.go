@@ -401,9 +401,9 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 			// window, beside what the profile samples (go tool pprof
 			// -top: Total samples).
 			pid := rep.op.proc.Pid()
-			before, _ := procCPU(pid)
+			_, before, _ := procCPU(pid)
 			fetch(fmt.Sprintf("profile?seconds=%d", int((*takeoverProfile).Seconds())), ".cpu")
-			if after, ok := procCPU(pid); ok && before > 0 {
+			if _, after, ok := procCPU(pid); ok && before > 0 {
 				r.tb.Logf("profile of %s through the takeover of %s: /proc counts %.2f s of its CPU over the profile's window (%s)",
 					rep.identity, victim.identity, after-before, path+".cpu")
 			}
@@ -509,13 +509,9 @@ func (r *benchRing) processCPU() map[int]namedCPU {
 		if err != nil {
 			continue
 		}
-		comm, fields, err := procStat(pid)
-		if err != nil {
+		comm, used, ok := procCPU(pid)
+		if !ok {
 			continue // gone meanwhile
-		}
-		used, err := cpuSeconds(fields[11:13]) // utime, stime: its own
-		if err != nil {
-			continue
 		}
 		name, ok := names[pid]
 		if !ok {
@@ -526,15 +522,16 @@ func (r *benchRing) processCPU() map[int]namedCPU {
 	return out
 }
 
-// procCPU is the CPU time, in seconds, that the process has used (its
-// utime and stime); false if it cannot be read.
-func procCPU(pid int) (float64, bool) {
-	_, fields, err := procStat(pid)
+// procCPU is the process's command and the CPU time, in seconds, that it
+// has used itself (utime and stime, fields 14-15); false if it cannot be
+// read (gone, say).
+func procCPU(pid int) (comm string, used float64, ok bool) {
+	comm, fields, err := procStat(pid)
 	if err != nil {
-		return 0, false
+		return "", 0, false
 	}
-	used, err := cpuSeconds(fields[11:13])
-	return used, err == nil
+	used, err = cpuSeconds(fields[11:13])
+	return comm, used, err == nil
 }
 
 // namedCPU is one process's name and the CPU time it has used, seconds.
