@@ -56,6 +56,10 @@ type Options struct {
 	// Assets is the directory of kube-apiserver and etcd. Default:
 	// $KUBEBUILDER_ASSETS if set, else Assets().
 	Assets string
+	// APIServerFlags are set on kube-apiserver's command line besides
+	// envtest's own, by name without the dashes: {"feature-gates":
+	// "SomeGate=false"}, say. A name envtest sets too is replaced.
+	APIServerFlags map[string]string
 }
 
 // Env is a running control plane.
@@ -86,6 +90,10 @@ func Start(opts Options) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     opts.CRDs,
 		ErrorIfCRDPathMissing: true,
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for name, value := range opts.APIServerFlags {
+		args.Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -100,7 +100,7 @@ func runDaemons(tb testing.TB, n int, kinds ...func(*atomic.Int64) daemons.Handl
 	goroutinesBefore := runtime.NumGoroutine()
 	for i := range n {
 		ref := daemons.Ref{UID: types.UID(fmt.Sprintf("uid-%d", i)), Namespace: "default", Name: fmt.Sprintf("kopf-example-%d", i)}
-		sup.Sync(ref, h, logr.Discard(), handlers, 0, nil, nil)
+		sup.Sync(ref, h, logr.Discard, handlers, 0, nil, nil)
 	}
 	for started.Load() < int64(len(handlers)*n) {
 		time.Sleep(10 * time.Millisecond)

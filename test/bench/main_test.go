@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -18,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kopf-go/kopf/pkg/kopftest"
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
 	"github.com/kopf-go/kopf/test/testenv"
 )
@@ -38,6 +42,16 @@ var fixtures struct {
 // keepLogs, if set, is a directory where every operator run's log and
 // output are kept at the end, to see where a workload's time went.
 var keepLogs = flag.String("keep-logs", "", "keep every operator run's log and output in this directory at the end")
+
+// consistencyChecks keeps the API server's check of its watch cache
+// against etcd (the feature gate DetectCacheInconsistency, on by default
+// since Kubernetes 1.34). Every 5 to 7.5 minutes it lists every object of
+// every resource from etcd and from the cache: at 100,000 objects, about
+// 12 s of the API server's CPU, which on this machine lands on the cores
+// of the operators under measurement at random moments. On a cluster the
+// control plane has cores of its own; so the benchmarks turn it off unless
+// asked (docs/benchmarks.md, "Machine").
+var consistencyChecks = flag.Bool("apiserver-consistency-checks", false, "keep the API server's periodic check of its watch cache against etcd (DetectCacheInconsistency), off by default")
 
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime's logger.
@@ -100,13 +114,51 @@ func makeFixtures() error {
 	if err := testenv.Build(fixtures.operator, "./test/bench/operator"); err != nil {
 		return err
 	}
-	if fixtures.env, err = testenv.Start(testenv.ExampleCRD(), testenv.ConversionCRD()); err != nil {
+	opts := kopftest.Options{CRDs: []string{testenv.ExampleCRD(), testenv.ConversionCRD()}}
+	if !*consistencyChecks {
+		opts.APIServerFlags = map[string]string{"feature-gates": "DetectCacheInconsistency=false"}
+	}
+	if fixtures.env, err = kopftest.Start(opts); err != nil {
 		return err
+	}
+	if on, err := featureEnabled(fixtures.env.Config, "DetectCacheInconsistency"); err != nil {
+		return err
+	} else if on != *consistencyChecks {
+		return fmt.Errorf("the API server's DetectCacheInconsistency is %t, want %t (-apiserver-consistency-checks)", on, *consistencyChecks)
 	}
 	if fixtures.kubeconfig, err = fixtures.env.KubeconfigFile(tmp); err != nil {
 		return err
 	}
 	return warmUp()
+}
+
+// featureEnabled reads whether the API server has the feature gate on, from
+// its metrics (kubernetes_feature_enabled).
+func featureEnabled(cfg *rest.Config, gate string) (bool, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return false, err
+	}
+	resp, err := httpClient.Get(strings.TrimSuffix(cfg.Host, "/") + "/metrics")
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("the API server's metrics: %s", resp.Status)
+	}
+	prefix := fmt.Sprintf(`kubernetes_feature_enabled{name=%q,`, gate)
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		if line, ok := strings.CutPrefix(lines.Text(), prefix); ok {
+			return strings.HasSuffix(line, " 1"), nil
+		}
+	}
+	if err := lines.Err(); err != nil {
+		return false, err
+	}
+	return false, fmt.Errorf("the API server's metrics do not say whether %s is enabled", gate)
 }
 
 // warmUp creates and deletes one object: the API server's first request

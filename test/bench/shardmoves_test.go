@@ -21,6 +21,7 @@ import (
 	"github.com/kopf-go/kopf/internal/ring"
 	"github.com/kopf-go/kopf/test/bench/internal/kex"
 	"github.com/kopf-go/kopf/test/bench/internal/requests"
+	"github.com/kopf-go/kopf/test/bench/internal/stats"
 )
 
 // rebalanceFigures are what one rebalance of a ring cost.
@@ -195,6 +196,53 @@ type takeoverFigures struct {
 	// where the machine's cores went while the survivors started the
 	// objects.
 	cores map[string]float64
+	// starts are, for each survivor, what it spent on the objects it
+	// started in the same window, by its own counters.
+	starts []startFigures
+}
+
+// startFigures are one survivor's start of the objects it took over: from
+// the first daemon elsewhere to the last, how many daemons it started,
+// and its CPU and allocations meanwhile (the Go runtime's counters).
+type startFigures struct {
+	identity string
+	started  int64
+	// cpu, and the kernel's and the garbage collector's of it, seconds
+	cpu, systemCPU, gcCPU float64
+	bytes, allocs         uint64
+	gcCycles              uint32
+	faults                int64
+}
+
+// startsBetween are the survivors' starts from their stats before to
+// after, by identity.
+func startsBetween(before, after map[string]stats.Stats) []startFigures {
+	var out []startFigures
+	for identity, b := range before {
+		a, ok := after[identity]
+		if !ok {
+			continue
+		}
+		out = append(out, startFigures{identity: identity, started: a.Daemons - b.Daemons, cpu: a.CPU - b.CPU, systemCPU: a.SystemCPU - b.SystemCPU, gcCPU: a.GCCPU - b.GCCPU, faults: a.MinorFaults - b.MinorFaults,
+			bytes: a.TotalAlloc - b.TotalAlloc, allocs: a.Mallocs - b.Mallocs, gcCycles: a.GCCycles - b.GCCycles})
+	}
+	slices.SortFunc(out, func(x, y startFigures) int { return strings.Compare(x.identity, y.identity) })
+	return out
+}
+
+// startsLine tells each survivor's start per object started.
+func startsLine(starts []startFigures) string {
+	var parts []string
+	for _, s := range starts {
+		if s.started <= 0 {
+			parts = append(parts, fmt.Sprintf("%s started none (%.2f s of CPU)", s.identity, s.cpu))
+			continue
+		}
+		n := float64(s.started)
+		parts = append(parts, fmt.Sprintf("%s %d in %.2f s of CPU (the kernel's %.2f, %d page faults; %d collections, %.2f s): %.0f µs, %.1f KB and %.0f allocations each",
+			s.identity, s.started, s.cpu, s.systemCPU, s.faults, s.gcCycles, s.gcCPU, 1e6*s.cpu/n, float64(s.bytes)/n/1024, float64(s.allocs)/n))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // claimWindow is how long the adopters' claims are watched after a
@@ -311,6 +359,7 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 	var startAt time.Time // the first daemon elsewhere, and the machine's CPU seconds then
 	var startCPU float64
 	var startProcs map[int]namedCPU
+	var startStats map[string]stats.Stats
 	for claims.IsZero() || f.labelled == 0 && time.Now().Before(claims) {
 		now := time.Now()
 		for _, rep := range r.replicas {
@@ -324,23 +373,26 @@ func (r *benchRing) kill(obs *observer, victim *replica, n int) takeoverFigures 
 		if f.labelled == 0 && obs.ownedBy(victim.member) == 0 {
 			f.labelled = now.Sub(begin)
 		}
-		if running := r.daemons(); f.handled == 0 && running >= n {
+		snap := r.snapshot(false)
+		if running := daemonsIn(snap); f.handled == 0 && running >= n {
 			f.handled = now.Sub(begin)
 			if busy, ok := machineCPU(); ok && startCPU > 0 {
 				f.busy = (busy - startCPU) / now.Sub(startAt).Seconds()
 				f.cores = coresSince(startProcs, r.processCPU(), now.Sub(startAt))
 			}
+			f.starts = startsBetween(startStats, snap)
 		} else if f.firstHandled == 0 && running > n-f.ran {
 			f.firstHandled = now.Sub(begin)
 			startAt = now
 			startCPU, _ = machineCPU()
 			startProcs = r.processCPU()
+			startStats = snap
 		}
 		if claims.IsZero() && f.handled != 0 && (!f.assigner || f.elected != 0) {
 			claims = now.Add(claimWindow)
 		}
 		if claims.IsZero() && now.After(deadline) {
-			r.tb.Fatalf("the killed replica's objects were not all taken over within %s: %d daemons of %d run", phaseTimeout, r.daemons(), n)
+			r.tb.Fatalf("the killed replica's objects were not all taken over within %s: %d daemons of %d run", phaseTimeout, daemonsIn(snap), n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -391,10 +443,11 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 		}
 		wg.Go(func() {
 			// The allocations over the window are the second profile less
-			// the first (go tool pprof -base); so are, with the operators'
-			// -contention, the blocking and the locks (without, both are
-			// empty).
-			fetch("allocs", ".allocs0")
+			// the first (go tool pprof -base), each taken after a
+			// collection (a heap profile counts what the last completed
+			// one saw); so are, with the operators' -contention, the
+			// blocking and the locks (without, both are empty).
+			fetch("allocs?gc=1", ".allocs0")
 			fetch("block", ".block0")
 			fetch("mutex", ".mutex0")
 			// What /proc counts of the replica's CPU over the profile's
@@ -407,7 +460,7 @@ func (r *benchRing) profileTakeover(victim *replica) func() {
 				r.tb.Logf("profile of %s through the takeover of %s: /proc counts %.2f s of its CPU over the profile's window (%s)",
 					rep.identity, victim.identity, after-before, path+".cpu")
 			}
-			fetch("allocs", ".allocs1")
+			fetch("allocs?gc=1", ".allocs1")
 			fetch("block", ".block1")
 			fetch("mutex", ".mutex1")
 		})
@@ -575,9 +628,12 @@ func coresLine(cores map[string]float64) string {
 const assignerLine = "This replica is the ring's assigner."
 
 // daemons counts the daemons running on the running replicas.
-func (r *benchRing) daemons() int {
+func (r *benchRing) daemons() int { return daemonsIn(r.snapshot(false)) }
+
+// daemonsIn is how many daemons the replicas of a snapshot run.
+func daemonsIn(snap map[string]stats.Stats) int {
 	n := int64(0)
-	for _, s := range r.snapshot(false) {
+	for _, s := range snap {
 		n += s.Daemons
 	}
 	return int(n)

@@ -515,8 +515,9 @@ func (f takeoverFigures) summary() string {
 		who, elected = "the assigner", fmt.Sprintf("; another replica became the assigner after %.2f s", f.elected.Seconds())
 	}
 	return fmt.Sprintf("%s of %d replicas killed (SIGKILL, lease 15 s): all its %d objects' daemons running on the others after %.2f s (the first after %.2f s; "+
-		"the machine's cores %.2f busy meanwhile, of %d: %s)%s%s; %s",
-		who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), f.busy, runtime.NumCPU(), coresLine(f.cores), f.adoptedSummary(), elected, f.claimSummary())
+		"the machine's cores %.2f busy meanwhile, of %d: %s; the survivors started %s)%s%s; %s",
+		who, f.replicasBefore, f.objects, f.handled.Seconds(), f.firstHandled.Seconds(), f.busy, runtime.NumCPU(), coresLine(f.cores), startsLine(f.starts),
+		f.adoptedSummary(), elected, f.claimSummary())
 }
 
 // adoptedSummary tells how many daemons the killed replica ran beside its

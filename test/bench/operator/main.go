@@ -63,6 +63,9 @@ type config struct {
 	// requests (BenchmarkShardingScale).
 	countEvents bool
 	contention  bool
+	// memProfileRate, if not 0, is the Go runtime's sampling of
+	// allocations (runtime.MemProfileRate): 1 records every one.
+	memProfileRate int
 }
 
 func run() error {
@@ -79,10 +82,14 @@ func run() error {
 	flag.IntVar(&c.assignerWorkers, "assigner-workers", 0, "forkind only: objects the ring's assigner writes at once (Options.Sharding.AssignerWorkers; 0: the default)")
 	flag.DurationVar(&c.handlerDelay, "handler-delay", 0, "forkind only: the create handler waits this long (simulated I/O), or until its context ends")
 	flag.BoolVar(&c.countEvents, "count-events", false, "count the events that watches receive too (keys \"events watch <resource>\" in the stats)")
+	flag.IntVar(&c.memProfileRate, "memprofilerate", 0, "sample one allocation per this many bytes in /debug/pprof/allocs (0: the Go runtime's 512 KiB)")
 	flag.BoolVar(&c.contention, "contention", false, "record where goroutines block and wait for locks (/debug/pprof/block and /debug/pprof/mutex)")
 	klog.InitFlags(nil) // -v=N shows client-go's own log lines on stderr
 	flag.Parse()
 
+	if c.memProfileRate > 0 {
+		goruntime.MemProfileRate = c.memProfileRate
+	}
 	if c.contention {
 		// Every blocking event of 10 µs or more, every tenth contended lock.
 		goruntime.SetBlockProfileRate(10_000)

@@ -8,6 +8,7 @@ import (
 	httppprof "net/http/pprof"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -67,11 +68,24 @@ func collect(counter *requests.Counter, rec *recorder, first bool) stats.Stats {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		s.CPU = seconds(ru.Utime) + seconds(ru.Stime)
+		s.SystemCPU, s.MinorFaults = seconds(ru.Stime), ru.Minflt
 	}
 	s.HeapInuse, s.HeapAlloc, s.StackInuse = m.HeapInuse, m.HeapAlloc, m.StackInuse
 	s.TotalAlloc, s.Mallocs = m.TotalAlloc, m.Mallocs
+	s.GCCycles, s.GCCPU = m.NumGC, gcCPU()
 	s.RSS = residentBytes()
 	return s
+}
+
+// gcCPU is the CPU the garbage collector took since the start, in
+// seconds, as the Go runtime estimates it.
+func gcCPU() float64 {
+	sample := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return sample[0].Value.Float64()
 }
 
 // finalStatsPrefix starts the line with the stats that the operator

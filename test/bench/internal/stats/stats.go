@@ -9,8 +9,12 @@ type Stats struct {
 	Calls    map[string]int `json:"calls"`
 	Stale    int            `json:"stale"`
 	Daemons  int64          `json:"daemons"`
-	// CPU is the process's user and system time, in seconds.
-	CPU float64 `json:"cpu"`
+	// CPU is the process's user and system time, in seconds; SystemCPU
+	// the system time alone, and MinorFaults the page faults that needed
+	// no I/O (memory touched for the first time, mostly).
+	CPU         float64 `json:"cpu"`
+	SystemCPU   float64 `json:"system_cpu"`
+	MinorFaults int64   `json:"minor_faults"`
 	// HeapInuse (spans in use), HeapAlloc (live objects, after a
 	// collection) and StackInuse are the Go runtime's; RSS is the
 	// process's resident memory; all in bytes.
@@ -23,6 +27,12 @@ type Stats struct {
 	// the start, freed or not.
 	TotalAlloc uint64 `json:"total_alloc"`
 	Mallocs    uint64 `json:"mallocs"`
+	// GCCycles are the garbage collections completed since the start, and
+	// GCCPU the CPU they took, in seconds, as the Go runtime estimates it
+	// (runtime/metrics' /cpu/classes/gc/total: its background workers,
+	// the allocating goroutines' assists and the pauses).
+	GCCycles uint32  `json:"gc_cycles"`
+	GCCPU    float64 `json:"gc_cpu"`
 	// FirstCreate is when each object's create handler was first called,
 	// in Unix nanoseconds; only with ?first=1.
 	FirstCreate map[string]int64 `json:"first_create,omitempty"`
