@@ -38,9 +38,7 @@ func (r *Reconciler) match(o Object, f facts, t triaged) matched {
 		old = f.OldEssence
 	}
 	subject := &registry.Subject{
-		Obj:         o.Obj,
-		Labels:      o.Obj.GetLabels(),
-		Annotations: o.Obj.GetAnnotations(),
+		Obj: o.Obj,
 		Cause: &causes.Cause{Reason: t.Reason, Body: o.Body, Old: old, New: f.NewEssence, Diff: f.Diff,
 			Patch: o.Patch, Memo: o.Mem.Memo(), Indices: r.s.Indices},
 		Initial:        t.Initial,

@@ -312,7 +312,7 @@ func TestDaemonInitialDelay(t *testing.T) {
 func TestFirstAttemptUsesTheSyncedObject(t *testing.T) {
 	h := newHarness(t, Settings{})
 	seen := h.synced()
-	h.sup.Sync(ref, h.host, h.log, []Handler{h.daemon("x", Spec{})}, h.essence, nil, seen)
+	h.sup.Sync(ref, h.host, h.logFor, []Handler{h.daemon("x", Spec{})}, h.essence, nil, seen)
 	seen.Object["spec"] = map[string]any{"field": "changed by the spawner afterwards"}
 
 	c := h.next()
@@ -338,7 +338,7 @@ func TestFirstAttemptUsesTheSyncedObject(t *testing.T) {
 func TestRunnersSpawnedTogetherHaveCopiesOfTheirOwn(t *testing.T) {
 	h := newHarness(t, Settings{})
 	seen := h.synced()
-	h.sup.Sync(ref, h.host, h.log, []Handler{h.daemon("x", Spec{}), h.daemon("y", Spec{})}, h.essence, nil, seen)
+	h.sup.Sync(ref, h.host, h.logFor, []Handler{h.daemon("x", Spec{}), h.daemon("y", Spec{})}, h.essence, nil, seen)
 
 	first, second := h.next(), h.next()
 	first.d.Body()["spec"] = map[string]any{"field": "changed by one runner"}

@@ -182,6 +182,9 @@ type harness struct {
 	startDone chan struct{}
 }
 
+// logFor is the objects' logger, as Sync asks for it.
+func (h *harness) logFor() logr.Logger { return h.log }
+
 func newHarness(t *testing.T, s Settings) *harness {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // registered first, so it runs last
 	clk := clocktesting.NewFakeClock(t0)
@@ -266,7 +269,7 @@ func (h *harness) timer(id string, spec Spec) Handler {
 // sync tells the supervisor which handlers match the object now, with the
 // harness's current essence fingerprint.
 func (h *harness) sync(hs ...Handler) {
-	h.sup.Sync(ref, h.host, h.log, hs, h.essence, nil, nil)
+	h.sup.Sync(ref, h.host, h.logFor, hs, h.essence, nil, nil)
 }
 
 // next waits for the next call of any scripted function.

@@ -37,7 +37,7 @@ func TestShutdownStopsEverything(t *testing.T) {
 	h := newHarness(t, Settings{ShutdownGrace: time.Hour, ReportInterval: 2 * time.Hour})
 	other := Ref{UID: "uid-2", Namespace: "ns", Name: "other"}
 	h.sync(h.daemon("x", Spec{}))
-	h.sup.Sync(other, h.host, h.log, []Handler{h.daemon("x", Spec{CancellationBackoff: time.Minute}), h.timer("t", Spec{Interval: time.Hour})}, 1, nil, nil)
+	h.sup.Sync(other, h.host, h.logFor, []Handler{h.daemon("x", Spec{CancellationBackoff: time.Minute}), h.timer("t", Spec{Interval: time.Hour})}, 1, nil, nil)
 	var daemons []*call
 	for range 3 {
 		c := h.next()

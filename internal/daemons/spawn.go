@@ -2,6 +2,7 @@ package daemons
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,6 @@ type object struct {
 	sup  *Supervisor
 	ref  Ref
 	host Host
-	log  logr.Logger
 	// runners by handler id, including stopping ones until they exit.
 	runners map[string]*runner
 	// foreverStopped are handlers that ended on their own: they are not
@@ -34,17 +34,16 @@ type object struct {
 	memo atomic.Pointer[memo.Memo]
 }
 
-// objectLocked returns the object's entry, creating it (the caller holds mu).
-func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
+// objectLocked returns the object's entry, creating it (the caller holds
+// mu); its maps are made when first written. The ref is kept from the
+// first Sync: runners read it without the lock, and a uid's namespace and
+// name never change anyway.
+func (s *Supervisor) objectLocked(ref Ref, host Host) *object {
 	o, ok := s.objects[ref.UID]
 	if !ok {
-		o = &object{sup: s, ref: ref, host: host, log: log, runners: map[string]*runner{},
-			foreverStopped: map[string]bool{}, idleReset: s.clock.Now()}
+		o = &object{sup: s, ref: ref, host: host, idleReset: s.clock.Now()}
 		s.objects[ref.UID] = o
 	}
-	// The ref is kept from the first Sync: runners read it without the
-	// lock, and a uid's namespace and name never change anyway.
-	o.log = log
 	return o
 }
 
@@ -58,25 +57,24 @@ func (s *Supervisor) objectLocked(ref Ref, host Host, log logr.Logger) *object {
 // obj, if not nil, is the object as the caller just read it: spawned
 // runners start with a copy of it rather than reading it themselves, so
 // that the reading (deep in a cache's code) does not grow the stacks of
-// goroutines that then keep them for as long as they run. The copies are
-// made outside the supervisor's lock: every cycle of every object and
-// every runner's first attempt take that lock, and a takeover that spawns
-// tens of thousands of runners at once would have them all wait on each
-// copy.
-func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handler, essence uint64, m *memo.Memo, obj causes.Object) {
-	var firsts []causes.Object
-	if obj != nil {
-		for range s.toSpawn(ref, matching) {
-			first, _ := obj.DeepCopyObject().(causes.Object)
-			firsts = append(firsts, first)
-		}
-	}
+// goroutines that then keep them for as long as they run.
+//
+// logFor makes the logger of the object's runners; it is called only when
+// some are spawned.
+//
+// Every cycle of every object takes the supervisor's lock, and a takeover
+// spawns tens of thousands of runners at once on as many workers: so the
+// lock is held only to decide and to record, and the runners (their
+// copies, contexts and loggers) are made between the two, outside it. A
+// worker that allocates under the lock may be made to help the garbage
+// collector there, and every other worker then waits for it.
+func (s *Supervisor) Sync(ref Ref, host Host, logFor func() logr.Logger, matching []Handler, essence uint64, m *memo.Memo, obj causes.Object) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closing || s.paused {
+		s.mu.Unlock()
 		return
 	}
-	o := s.objectLocked(ref, host, log)
+	o := s.objectLocked(ref, host)
 	// An object seen again is not gone: it came back (into a ring
 	// member's cache, say) while its runners were still stopping, and
 	// their exits must ask for the reconcile that spawns them again.
@@ -86,56 +84,71 @@ func (s *Supervisor) Sync(ref Ref, host Host, log logr.Logger, matching []Handle
 		o.essence = essence
 		o.idleReset = s.clock.Now()
 	}
-	wanted := map[string]bool{}
-	for _, h := range matching {
-		wanted[h.ID] = true
-		if _, running := o.runners[h.ID]; running || o.foreverStopped[h.ID] {
+	var missing []int // indices into matching
+	for i, h := range matching {
+		if !o.idle(h.ID) {
 			continue
 		}
-		// The runners spawned since toSpawn counted (none, but for a
-		// runner that exited meanwhile) read the object themselves.
-		var first causes.Object
-		if len(firsts) > 0 {
-			first, firsts = firsts[0], firsts[1:]
-		}
-		s.spawnLocked(o, h, first)
+		missing = append(missing, i)
 	}
 	for id, r := range o.runners {
-		if !wanted[id] {
+		if !slices.ContainsFunc(matching, func(h Handler) bool { return h.ID == id }) {
 			r.stop(StopFiltersMismatch)
 		}
 	}
-}
-
-// toSpawn counts the matching handlers that Sync would spawn for the
-// object now (as a range over that many).
-func (s *Supervisor) toSpawn(ref Ref, matching []Handler) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing || s.paused {
-		return 0
+	s.mu.Unlock()
+	if len(missing) == 0 {
+		return
 	}
-	o := s.objects[ref.UID]
-	n := 0
-	for _, h := range matching {
-		if o != nil {
-			if _, running := o.runners[h.ID]; running || o.foreverStopped[h.ID] {
-				continue
-			}
+	made := make([]*runner, 0, len(missing))
+	log := logFor()
+	for _, i := range missing {
+		var first causes.Object
+		if obj != nil {
+			first, _ = obj.DeepCopyObject().(causes.Object)
 		}
-		n++
+		made = append(made, s.newRunner(o, matching[i], log, first))
 	}
-	return n
+	s.mu.Lock()
+	// Meanwhile the supervisor may have closed or paused, the object may
+	// have gone (and been dropped), or another cycle may have spawned the
+	// same handlers: those runners are dropped unstarted.
+	current := !s.closing && !s.paused && s.objects[ref.UID] == o && !o.gone
+	started := made[:0]
+	for _, r := range made {
+		if !current || !o.idle(r.h.ID) {
+			r.cancel(StopDone)
+			continue
+		}
+		if o.runners == nil {
+			o.runners = map[string]*runner{}
+		}
+		o.runners[r.h.ID] = r
+		s.settings.Observer.Spawned(o.host, &r.h)
+		s.wg.Add(1)
+		started = append(started, r)
+	}
+	s.mu.Unlock()
+	for _, r := range started {
+		go r.run()
+	}
 }
 
-// spawnLocked starts a runner of the handler for the object (the caller
-// holds mu, so that Stop and the shutdown see the runner at once).
-func (s *Supervisor) spawnLocked(o *object, h Handler, first causes.Object) {
+// idle reports whether the handler neither runs for the object (stopping
+// counts as running) nor ended on its own for it (the caller holds mu).
+func (o *object) idle(id string) bool {
+	_, running := o.runners[id]
+	return !running && !o.foreverStopped[id]
+}
+
+// newRunner makes a runner of the handler for the object, not yet started
+// nor known to the supervisor; objectLog is the object's logger.
+func (s *Supervisor) newRunner(o *object, h Handler, objectLog logr.Logger, first causes.Object) *runner {
 	ctx, cancel := context.WithCancelCause(s.base)
 	// The runner keeps its logger as long as it runs: its values are
 	// bound only when it writes.
-	log := lazylog.WithValues(o.log, "handler", h.ID)
-	r := &runner{
+	log := lazylog.WithValues(objectLog, "handler", h.ID)
+	return &runner{
 		sup: s, obj: o, h: h,
 		log:     log,
 		ctx:     ctx,
@@ -143,12 +156,8 @@ func (s *Supervisor) spawnLocked(o *object, h Handler, first causes.Object) {
 		cancel:  cancel,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
+		first:   first,
 	}
-	r.first = first
-	o.runners[h.ID] = r
-	s.settings.Observer.Spawned(o.host, &r.h)
-	s.wg.Add(1)
-	go r.run()
 }
 
 // ForeverStopped reports whether the handler ended on its own for this
@@ -168,6 +177,9 @@ func (s *Supervisor) exited(r *runner) {
 		delete(o.runners, r.h.ID)
 	}
 	if r.reason == 0 {
+		if o.foreverStopped == nil {
+			o.foreverStopped = map[string]bool{}
+		}
 		o.foreverStopped[r.h.ID] = true
 	}
 	s.settings.Observer.Exited(o.host, &r.h, r.reason)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -212,15 +213,20 @@ func (e *engine) recheck(ctx context.Context, kinds []*kindState, stray func(nam
 // request asks the kind's controller for a reconcile of the object under
 // key; false if ctx ended first.
 func (r *kindState) request(ctx context.Context, key types.NamespacedName) bool {
-	obj := r.objects.New()
-	obj.SetNamespace(key.Namespace)
-	obj.SetName(key.Name)
 	select {
-	case r.events <- event.GenericEvent{Object: obj}:
+	case r.events <- requestFor(key):
 		return true
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// requestFor is the event that asks the kind's controller for a reconcile
+// of the object under key: its handler reads the key alone, so the event
+// carries no object of the kind (an unstructured one is four maps), only
+// its name. A takeover asks for tens of thousands at once.
+func requestFor(key types.NamespacedName) event.GenericEvent {
+	return event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 }
 
 func collect(errs <-chan error) []error {

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kopf-go/kopf/internal/causes"
 	"github.com/kopf-go/kopf/internal/clients"
@@ -109,11 +108,8 @@ func (h *kindHost) target(ctx context.Context, ref daemons.Ref) (client.Object, 
 func (h *kindHost) Label() string { return h.k.kindLabel }
 
 func (h *kindHost) Enqueue(ref daemons.Ref) {
-	obj := h.k.objects.New()
-	obj.SetNamespace(ref.Namespace)
-	obj.SetName(ref.Name)
 	select {
-	case h.k.events <- event.GenericEvent{Object: obj}:
+	case h.k.events <- requestFor(types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}):
 	case <-h.done:
 	}
 }

@@ -25,8 +25,6 @@ var _ cycle.Daemons = daemonSync{}
 func (r daemonSync) spawnSubject(o cycle.Object) *registry.Subject {
 	return &registry.Subject{
 		Obj:            o.Obj,
-		Labels:         o.Obj.GetLabels(),
-		Annotations:    o.Obj.GetAnnotations(),
 		Cause:          &causes.Cause{Body: o.Body, Patch: o.Patch, Memo: o.Mem.Memo(), Indices: r.k.settings.Indices},
 		FilterPanicked: cycle.FilterPanicked(r.k.kindLabel, o.Log),
 	}
@@ -50,7 +48,7 @@ func (r daemonSync) Sync(o cycle.Object, essence map[string]any) {
 		h.Write(diffbase.Encode(essence))
 		fingerprint = h.Sum64()
 	}
-	r.k.sup.Sync(daemons.Ref{UID: o.Obj.GetUID(), Namespace: o.Obj.GetNamespace(), Name: o.Obj.GetName()}, r.k.host, r.objectDaemonLog(o.Obj), handlers, fingerprint, o.Mem.Memo(), o.Obj)
+	r.k.sup.Sync(daemons.Ref{UID: o.Obj.GetUID(), Namespace: o.Obj.GetNamespace(), Name: o.Obj.GetName()}, r.k.host, func() logr.Logger { return r.objectDaemonLog(o.Obj) }, handlers, fingerprint, o.Mem.Memo(), o.Obj)
 }
 
 // objectDaemonLog is the logger of the object's daemons and timers: the

@@ -133,7 +133,7 @@ func (l *Handler) handleEvent(raw any, eventType string) {
 	default:
 		mem = l.k.Memories.Known(obj.GetUID())
 	}
-	subject := &registry.Subject{Obj: obj, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
+	subject := &registry.Subject{Obj: obj,
 		Cause:          &causes.Cause{Body: body, Patch: patch.New(), Memo: mem.Memo(), Indices: l.k.Indices},
 		FilterPanicked: cycle.FilterPanicked(l.k.Label, log)}
 	objectKey := key.Namespace + "/" + key.Name + "/" + string(obj.GetUID())

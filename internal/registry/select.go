@@ -9,9 +9,13 @@ import (
 
 // Subject is the object and cause that handlers are matched against.
 type Subject struct {
-	Obj         Object
+	Obj Object
+	// Labels and Annotations are the object's; if nil, they are read from
+	// Obj when a filter first needs them (each read copies them, and most
+	// handlers filter on neither).
 	Labels      map[string]string
 	Annotations map[string]string
+	metaRead    bool
 	// Cause carries the reason and the old/new essences and diff.
 	Cause *causes.Cause
 	// Initial: the cause is initial (resume handlers join it).
@@ -23,6 +27,24 @@ type Subject struct {
 	// ValueAfter): the handler does not match, and the engine logs and
 	// counts the panic. nil: the panic is a mismatch that nobody hears of.
 	FilterPanicked func(h *execution.Handler, p *contain.Panic)
+}
+
+// matchMeta applies label and annotation filters, reading the object's
+// labels and annotations only if there are any.
+func (s *Subject) matchMeta(labels, annotations map[string]Filter) bool {
+	if len(labels) == 0 && len(annotations) == 0 {
+		return true
+	}
+	if !s.metaRead && s.Obj != nil {
+		s.metaRead = true
+		if s.Labels == nil {
+			s.Labels = s.Obj.GetLabels()
+		}
+		if s.Annotations == nil {
+			s.Annotations = s.Obj.GetAnnotations()
+		}
+	}
+	return MatchMeta(labels, s.Labels) && MatchMeta(annotations, s.Annotations)
 }
 
 // contained runs the filters of the handler: a panic in one of them is a
@@ -42,8 +64,7 @@ func (s *Subject) contained(h *execution.Handler, match func() bool) bool {
 // labels, annotations, the field's presence or value, and when.
 func (h *ChangeHandler) prematch(s *Subject) bool {
 	return s.contained(&h.Handler, func() bool {
-		return MatchMeta(h.Labels, s.Labels) &&
-			MatchMeta(h.Annotations, s.Annotations) &&
+		return s.matchMeta(h.Labels, h.Annotations) &&
 			h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
 			h.matchWhen(s)
 	})
@@ -52,8 +73,7 @@ func (h *ChangeHandler) prematch(s *Subject) bool {
 // match adds the field's change, and the old/new filters, to prematch.
 func (h *ChangeHandler) match(s *Subject) bool {
 	return s.contained(&h.Handler, func() bool {
-		return MatchMeta(h.Labels, s.Labels) &&
-			MatchMeta(h.Annotations, s.Annotations) &&
+		return s.matchMeta(h.Labels, h.Annotations) &&
 			h.matchFieldValue(s.Cause.Old, s.Cause.New) &&
 			h.matchFieldChange(s) &&
 			h.matchWhen(s)

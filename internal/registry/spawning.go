@@ -26,7 +26,7 @@ func (f *Filters) matchBody(s *Subject, h *execution.Handler) bool {
 }
 
 func (f *Filters) matchBodyNow(s *Subject, id string) bool {
-	if !MatchMeta(f.Labels, s.Labels) || !MatchMeta(f.Annotations, s.Annotations) {
+	if !s.matchMeta(f.Labels, f.Annotations) {
 		return false
 	}
 	body := s.Cause.Body
