@@ -63,6 +63,11 @@ type AssignerSettings struct {
 	// while it follows the ring's Leases: every member hands over the
 	// objects that hash to another of them.
 	OnEpoch func(sharding.Epoch)
+	// OnSilent, if set, is told, once per Lease version, of a live member
+	// whose Lease has gone unrenewed for one and a half renew periods
+	// while this replica follows the ring's Leases: it may be dead, and
+	// its objects then move at the end of its lease duration.
+	OnSilent func(member string)
 }
 
 // finalizerOf is the finalizer that a placement of an object of the kind

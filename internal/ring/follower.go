@@ -83,9 +83,47 @@ func (f *follower) run(ctx context.Context) {
 	if toolscache.WaitForCacheSync(ctx.Done(), f.informer.HasSynced) {
 		f.live.Listed(f.a.s.Clock.Now())
 		f.poke()
+		if f.a.s.OnSilent != nil {
+			informing.Go(func() { f.tellSilent(ctx) })
+		}
 	}
 	informing.Wait()
 }
+
+// tellSilent tells OnSilent, until ctx ends, of every member whose Lease
+// goes unrenewed for silentAfter renew periods, once per version: a
+// member renews every renew period, so one that missed a renewal and a
+// half is likely dead, and its lease duration still has most of its
+// time to run.
+func (f *follower) tellSilent(ctx context.Context) {
+	period := f.a.s.RenewPeriod
+	ticker := f.a.s.Clock.NewTicker(period / 2)
+	defer ticker.Stop()
+	told := map[string]string{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		silent := f.live.Silent(f.a.s.Clock.Now(), period*silentAfter/2)
+		for member, version := range silent {
+			if told[member] != version {
+				told[member] = version
+				f.a.s.OnSilent(member)
+			}
+		}
+		for member := range told {
+			if _, ok := silent[member]; !ok {
+				delete(told, member)
+			}
+		}
+	}
+}
+
+// silentAfter is, in half renew periods, how long a member's Lease goes
+// unrenewed before the member counts as silent.
+const silentAfter = 3
 
 // synced tells whether the informer has listed the Leases once.
 func (f *follower) synced() bool { return f.informer.HasSynced() }

@@ -208,6 +208,21 @@ func (l *Liveness) Expired(now time.Time) map[string]string {
 	return expired
 }
 
+// Silent maps the live members whose Leases have gone unrenewed, by this
+// observer's clock, for at least after at now to the version seen last:
+// members that may die at the end of their lease durations.
+func (l *Liveness) Silent(now time.Time, after time.Duration) map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	silent := map[string]string{}
+	for m, s := range l.seen {
+		if quiet := now.Sub(s.at); quiet >= after && quiet < s.lasts {
+			silent[m] = s.version
+		}
+	}
+	return silent
+}
+
 // NextExpiry is when the next live member expires unless it renews, or
 // the observer's doubt ends, whichever is first; false if neither is
 // ahead: when to look again.

@@ -119,6 +119,34 @@ func TestNextExpiry(t *testing.T) {
 	}
 }
 
+// Silent names the members whose Leases have gone unrenewed for a while
+// and have not expired yet, with the versions seen last; a renewal makes a
+// member quiet for no time again, and an expired one is no longer silent
+// but expired.
+func TestSilent(t *testing.T) {
+	l := NewLiveness(15 * time.Second)
+	l.Observe("a", "1", 0, t0)
+	l.Observe("b", "1", 0, t0.Add(4*time.Second))
+	at := func(d time.Duration) map[string]string { return l.Silent(t0.Add(d), 7*time.Second) }
+	for _, c := range []struct {
+		at   time.Duration
+		want map[string]string
+	}{
+		{6 * time.Second, map[string]string{}},
+		{7 * time.Second, map[string]string{"a": "1"}},
+		{12 * time.Second, map[string]string{"a": "1", "b": "1"}},
+		{15 * time.Second, map[string]string{"b": "1"}}, // a expired
+	} {
+		if diff := cmp.Diff(c.want, at(c.at)); diff != "" {
+			t.Errorf("Silent() at %s (-want +got):\n%s", c.at, diff)
+		}
+	}
+	l.Observe("b", "2", 0, t0.Add(13*time.Second))
+	if diff := cmp.Diff(map[string]string{}, l.Silent(t0.Add(16*time.Second), 7*time.Second)); diff != "" {
+		t.Errorf("Silent() after b renewed (-want +got):\n%s", diff)
+	}
+}
+
 // A new observer is in doubt, for a lease duration from its first
 // listing, about members it has never seen: one whose Lease was deleted
 // just before may still be working. Members it saw, or forgot (released,

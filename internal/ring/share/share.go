@@ -328,6 +328,16 @@ func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 			r.log.V(1).Info("The ring's epoch was published.", "epoch", e.Serial, "members", e.Members, "retired", e.RetiredNames())
 		}
 	}
+	durations, err := s.Durations.Resolved()
+	if err != nil {
+		return nil, fmt.Errorf("shard ring %q: %w", r.name, err)
+	}
+	ahead := newCollectAhead(r.clock, durations.RenewPeriod, r.log)
+	s.OnSilent = func(member string) {
+		if member != r.member.Name() {
+			ahead.silent(member)
+		}
+	}
 	assigner, err := ring.NewAssigner(e.Config, e.HTTPClient, e.Mapper, s)
 	if err != nil {
 		return nil, fmt.Errorf("assign the objects of the ring %q: %w", r.name, err)
