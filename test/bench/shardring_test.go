@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -188,10 +187,6 @@ type replica struct {
 	op               *operatorProcess
 }
 
-// replicaArgs are more arguments for every ring replica: the operator's
-// --contention or --memprofilerate, to profile a takeover in more detail.
-var replicaArgs = flag.String("ring-replica-args", "", "the sharding benchmarks: more arguments for every ring replica, space-separated (test/bench/operator's flags)")
-
 func newBenchRing(tb testing.TB, ns string, extra ...string) *benchRing {
 	return &benchRing{tb: tb, ns: ns, driver: newClient(tb, nil), extra: extra}
 }
@@ -205,7 +200,6 @@ func (r *benchRing) start(n int) []*replica {
 		r.started++
 		id := identityOf(r.started)
 		args := append([]string{"--shard-ring", ringName, "--identity", id}, r.extra...)
-		args = append(args, strings.Fields(*replicaArgs)...)
 		if *assignerWorkers > 0 {
 			args = append(args, "--assigner-workers", strconv.Itoa(*assignerWorkers))
 		}

@@ -45,6 +45,6 @@ func (c *collectAhead) silent(member string) {
 	}
 	c.last = now
 	c.mu.Unlock()
-	c.log.V(1).Info("A member's Lease has gone unrenewed; collecting garbage now, before a takeover would start its objects.", "member", member)
+	c.log.Info("A member's Lease has gone unrenewed; collecting garbage now, before a takeover would start its objects.", "member", member)
 	c.collect()
 }
