@@ -13,10 +13,10 @@ import (
 // runs out (ring.AssignerSettings.OnSilent), so that the collection that
 // the takeover's burst of allocations would otherwise bring comes before
 // it, while the replica waits, and not while it starts the dead member's
-// objects: about 18 KB of garbage per object started, on a heap that
-// holds two shares, made one collection of the whole heap likely within
-// the start, and when it came it took as much CPU as the start itself
-// (docs/sharding.md, "Standing by"). A member renews every renew period,
+// objects: about 18 KB allocated per object started, most of it garbage
+// at once, on a heap that holds two shares, made one collection of the
+// whole heap likely within the start, and when it came it could take as
+// much CPU as the start itself (docs/sharding.md, "Standing by"). A member renews every renew period,
 // so a silence is rare and the collection it costs is one that would
 // have come soon anyway; silences close together share one.
 type collectAhead struct {
