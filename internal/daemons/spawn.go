@@ -84,12 +84,11 @@ func (s *Supervisor) Sync(ref Ref, host Host, logFor func() logr.Logger, matchin
 		o.essence = essence
 		o.idleReset = s.clock.Now()
 	}
-	var missing []int // indices into matching
-	for i, h := range matching {
-		if !o.idle(h.ID) {
-			continue
+	var missing []Handler
+	for _, h := range matching {
+		if o.idle(h.ID) {
+			missing = append(missing, h)
 		}
-		missing = append(missing, i)
 	}
 	for id, r := range o.runners {
 		if !slices.ContainsFunc(matching, func(h Handler) bool { return h.ID == id }) {
@@ -102,12 +101,12 @@ func (s *Supervisor) Sync(ref Ref, host Host, logFor func() logr.Logger, matchin
 	}
 	made := make([]*runner, 0, len(missing))
 	log := logFor()
-	for _, i := range missing {
+	for _, h := range missing {
 		var first causes.Object
 		if obj != nil {
 			first, _ = obj.DeepCopyObject().(causes.Object)
 		}
-		made = append(made, s.newRunner(o, matching[i], log, first))
+		made = append(made, s.newRunner(o, h, log, first))
 	}
 	s.mu.Lock()
 	// Meanwhile the supervisor may have closed or paused, the object may

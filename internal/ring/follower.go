@@ -91,10 +91,10 @@ func (f *follower) run(ctx context.Context) {
 }
 
 // tellSilent tells OnSilent, until ctx ends, of every member whose Lease
-// goes unrenewed for silentAfter renew periods, once per version: a
+// goes unrenewed for one and a half renew periods, once per version: a
 // member renews every renew period, so one that missed a renewal and a
 // half is likely dead, and its lease duration still has most of its
-// time to run.
+// time to run. It looks every half renew period.
 func (f *follower) tellSilent(ctx context.Context) {
 	period := f.a.s.RenewPeriod
 	ticker := f.a.s.Clock.NewTicker(period / 2)

@@ -16,9 +16,10 @@ import (
 // objects: about 18 KB allocated per object started, most of it garbage
 // at once, on a heap that holds two shares, made one collection of the
 // whole heap likely within the start, and when it came it could take as
-// much CPU as the start itself (docs/sharding.md, "Standing by"). A member renews every renew period,
-// so a silence is rare and the collection it costs is one that would
-// have come soon anyway; silences close together share one.
+// much CPU as the start itself (docs/sharding.md, "Standing by"). A
+// member renews every renew period, so a silence is rare and the
+// collection it costs is one that would have come soon anyway; silences
+// close together share one.
 type collectAhead struct {
 	clock clock.PassiveClock
 	// every is the least time between two collections.
