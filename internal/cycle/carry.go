@@ -66,6 +66,8 @@ func (r *Reconciler) carryOut(ctx context.Context, o Object, f facts, pl plan, s
 	}
 	switch {
 	case pl.RunHandlers:
+		o = r.private(o)
+		subject.Obj, subject.Cause.Body = o.Obj, o.Body
 		res := r.handlers.Run(ctx, RoundInput{Object: o, Subject: subject, Now: now, Report: r.report})
 		eff.Left.Pending, eff.Left.Delay = !res.Done, res.Delay
 		if res.Done {

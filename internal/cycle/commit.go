@@ -22,6 +22,9 @@ const annotationsSizeLimit = 256 * 1024
 // watch event that starts the next cycle.
 func (r *Reconciler) commit(ctx context.Context, o Object, eff effects) (reconcile.Result, error) {
 	r.keepOversizedEssence(ctx, o, eff)
+	if !eff.Patch.IsEmpty() || eff.Finalizer != write.KeepFinalizer {
+		o = r.private(o) // the write fills the object in
+	}
 	before := o.Obj.GetResourceVersion()
 	conflict, err := r.writer.Commit(ctx, o.Local, o.Obj, eff.Patch, eff.Finalizer)
 	if gone, ok := write.AsGone(err); ok {

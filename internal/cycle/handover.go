@@ -46,6 +46,7 @@ func (r *Reconciler) handOver(ctx context.Context, o Object, t triaged) (reconci
 		o.Mem.Unwritten = nil
 		return r.commit(ctx, o, effects{Patch: unwritten})
 	}
+	o = r.private(o) // the writes fill the object in
 	// Marked before the write: the DELETED event of the object leaving
 	// the cache may come before the write's answer.
 	r.markHandedOver(o.Obj.GetUID())
@@ -118,6 +119,7 @@ func (r *Reconciler) standBy(ctx context.Context, o Object, t triaged) (reconcil
 	if !t.PutBack {
 		return reconcile.Result{}, nil
 	}
+	o = r.private(o) // the write fills the object in
 	err := r.writer.Acknowledge(ctx, o.Obj, r.own.PutBack(o.Obj))
 	if _, ok := write.AsGone(err); ok {
 		return reconcile.Result{}, nil

@@ -33,6 +33,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -123,8 +124,13 @@ type Daemons interface {
 
 // Object is the object as one cycle sees it.
 type Object struct {
+	// Obj and Body are the object as read. Until the cycle takes its own
+	// copy (private), they may share their maps with the cache: read
+	// them, never modify them, nor hand them to the operator's code.
 	Obj  client.Object
 	Body map[string]any
+	// shared: Obj and Body are (or share maps with) the cache's object.
+	shared bool
 	// Log is the object's logger, whose lines may be posted as Events (if
 	// the operator posts log lines); Local is the same, never posted, for
 	// the engine's own bookkeeping lines, as in Kopf.
@@ -133,6 +139,20 @@ type Object struct {
 	Mem *memory.Object
 	// Patch is the cycle's patch, which the handlers and filters fill.
 	Patch *patch.Patch
+}
+
+// private makes o's object and body the cycle's own, if they are the
+// cache's: before the operator's code gets them (a filter that calls a
+// function, a handler), which may keep or modify what it gets, and before
+// a write, which fills the object in with the API server's answer. The
+// cycle's storages, its essences and its own checks only read them.
+func (r *Reconciler) private(o Object) Object {
+	if !o.shared {
+		return o
+	}
+	o.Obj, o.Body = r.kind.Copy(o.Obj, o.Body)
+	o.shared = false
+	return o
 }
 
 // Reconciler is controller-runtime's Reconciler of one kind: each
@@ -221,7 +241,11 @@ func (r *Reconciler) Memories() *memory.Store { return r.memories }
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	obj := r.kind.New()
-	if err := r.reader.Get(ctx, req.NamespacedName, obj); err != nil {
+	// Read without a copy: most cycles only read the object (a takeover
+	// starts tens of thousands of them at once), and the copy was a third
+	// of such a cycle. The cycle takes its own copy (private) before the
+	// operator's code or a write may modify it.
+	if err := r.reader.Get(ctx, req.NamespacedName, obj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			if uid := r.memories.Forget(req.NamespacedName); uid != "" {
 				r.gone(uid)
@@ -231,6 +255,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("read %s %s: %w", r.kind.GVK.Kind, req.NamespacedName, err)
 	}
+	if _, ok := obj.(*unstructured.Unstructured); !ok {
+		// A typed object read without a copy is a shallow copy of the
+		// cache's, whose kind the cache does not fill in; an unstructured
+		// one has its kind in its map, which is the cache's.
+		obj.GetObjectKind().SetGroupVersionKind(r.kind.GVK)
+	}
 	body, err := r.kind.Body(obj)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -238,7 +268,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ref := posting.Ref{GVK: r.kind.GVK, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()}
 	log = posting.Logger(log, r.poster, ref)
 	o := Object{Obj: obj, Body: body, Log: log, Local: posting.Local(log),
-		Mem: r.memories.Recall(obj.GetUID(), req.NamespacedName), Patch: patch.New()}
+		Mem: r.memories.Recall(obj.GetUID(), req.NamespacedName), Patch: patch.New(), shared: true}
 	if o.Mem.Gone {
 		// Its DELETED event (or the next object's) is still to come.
 		o.Local.V(1).Info("The object is gone; the cache does not show it yet.")
@@ -288,6 +318,10 @@ func (r *Reconciler) run(ctx context.Context, o Object, now time.Time) (reconcil
 	f := r.gather(o, now)
 	t := triage(f)
 	tracing.Cause(ctx, string(t.Reason))
+	if r.kind.Registered.FiltersRunCode() {
+		// The daemons' filters and the change handlers' get the object.
+		o = r.private(o)
+	}
 	if t.syncsDaemons() {
 		// Daemons and timers follow every state of the object that is
 		// this replica's, consistent or not: they read the latest object
@@ -307,6 +341,7 @@ func (r *Reconciler) run(ctx context.Context, o Object, now time.Time) (reconcil
 		return reconcile.Result{RequeueAfter: t.Wait}, nil
 	case stepWriteUnwritten:
 		o.Local.Info("Writing the changes that the previous cycle could not write.")
+		o = r.private(o) // the conditions' rebase may take the object's own
 		unwritten := o.Mem.Unwritten
 		o.Mem.Unwritten = nil
 		r.rebaseConditions(o, unwritten)

@@ -29,9 +29,11 @@ func (k Kind) New() client.Object {
 	return obj
 }
 
-// Body returns the object as a JSON-like map. Unstructured objects are used
-// as they are (the cache gave us our own copy); typed ones are converted,
-// which serialises them as the API server does for the same Go types.
+// Body returns the object as a JSON-like map. An unstructured object's
+// body is its own map, which the body shares with it (one read from the
+// cache without a copy must not be modified through either); a typed one
+// is converted, which serialises it as the API server does for the same Go
+// types.
 func (k Kind) Body(obj client.Object) (map[string]any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return u.Object, nil
@@ -42,4 +44,16 @@ func (k Kind) Body(obj client.Object) (map[string]any, error) {
 	}
 	m["apiVersion"], m["kind"] = k.GVK.GroupVersion().String(), k.GVK.Kind
 	return m, nil
+}
+
+// Copy returns a deep copy of obj and its body, as Body made it from obj:
+// an unstructured object's body is the copy's own map; a typed object's
+// body was converted, and shares nothing with obj, so it stays.
+func (k Kind) Copy(obj client.Object, body map[string]any) (client.Object, map[string]any) {
+	cp := obj.DeepCopyObject().(client.Object)
+	if u, ok := cp.(*unstructured.Unstructured); ok {
+		return cp, u.Object
+	}
+	cp.GetObjectKind().SetGroupVersionKind(k.GVK)
+	return cp, body
 }

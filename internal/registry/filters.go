@@ -69,3 +69,19 @@ func (f *Filters) matchFieldValue(old, new any) bool {
 	}
 	return false
 }
+
+// runCode reports whether matching the filters calls a function of the
+// operator's: When, or a Check of a label, an annotation or the field.
+func (f *Filters) runCode() bool {
+	if f.When != nil || f.Value.RunsCode() {
+		return true
+	}
+	for _, m := range []map[string]Filter{f.Labels, f.Annotations} {
+		for _, v := range m {
+			if v.RunsCode() {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -174,3 +174,41 @@ func TestFieldChangeFilters(t *testing.T) {
 		})
 	}
 }
+
+// A kind's filters run code when a change handler's or a daemon's has a
+// When or a Check of a label, an annotation, the field's value or its old
+// or new value; Equals, Present and Absent run none.
+func TestFiltersRunCode(t *testing.T) {
+	check := Check(func(any) bool { return true })
+	when := func(Object, *causes.Cause) bool { return true }
+	tests := []struct {
+		name     string
+		changing *ChangeHandler
+		spawning *SpawnHandler
+		want     bool
+	}{
+		{name: "no filters", changing: &ChangeHandler{}, spawning: &SpawnHandler{}},
+		{name: "filters that run no code", changing: &ChangeHandler{Filters: Filters{Labels: map[string]Filter{"a": Present},
+			Annotations: map[string]Filter{"b": Absent}, Field: fields.Path{"spec"}, Value: Equals(1)}, Old: Present}},
+		{name: "a change handler's when", changing: &ChangeHandler{Filters: Filters{When: when}}, want: true},
+		{name: "a label's check", changing: &ChangeHandler{Filters: Filters{Labels: map[string]Filter{"a": check}}}, want: true},
+		{name: "an annotation's check", spawning: &SpawnHandler{Filters: Filters{Annotations: map[string]Filter{"a": check}}}, want: true},
+		{name: "a field value's check", spawning: &SpawnHandler{Filters: Filters{Field: fields.Path{"spec"}, Value: check}}, want: true},
+		{name: "a new value's check", changing: &ChangeHandler{Filters: Filters{Field: fields.Path{"spec"}}, New: check}, want: true},
+		{name: "a daemon's when", spawning: &SpawnHandler{Filters: Filters{When: when}}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := &Kind{}
+			if tt.changing != nil {
+				k.Changing = append(k.Changing, tt.changing)
+			}
+			if tt.spawning != nil {
+				k.Spawning = append(k.Spawning, tt.spawning)
+			}
+			if got := k.FiltersRunCode(); got != tt.want {
+				t.Errorf("FiltersRunCode() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -167,3 +167,20 @@ func (k *Kind) RequiresFinalizer(s *Subject) bool {
 	}
 	return false
 }
+
+// FiltersRunCode reports whether the filters of some change handler,
+// daemon or timer of the kind call a function of the operator's, which
+// then gets the object, its body, or a value within it.
+func (k *Kind) FiltersRunCode() bool {
+	for _, h := range k.Changing {
+		if h.runCode() || h.Old.RunsCode() || h.New.RunsCode() {
+			return true
+		}
+	}
+	for _, h := range k.Spawning {
+		if h.runCode() {
+			return true
+		}
+	}
+	return false
+}

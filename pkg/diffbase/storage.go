@@ -12,6 +12,11 @@ import (
 )
 
 // Storage keeps the last handled essence on the object.
+//
+// The body that each method gets is read-only: it may be the object as
+// the operator's cache holds it (the cycle reads it without a copy), so a
+// storage must not modify it, nor keep it, nor return any part of it
+// (Build's essence shares nothing with it). Changes go into the patch.
 type Storage interface {
 	// Build returns the object's current essence, without the storage's
 	// own fields.

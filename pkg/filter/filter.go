@@ -44,6 +44,11 @@ func Check(fn func(value any) bool) Filter { return Filter{kind: filterCheck, ch
 // IsSet reports whether the filter was given at all.
 func (f Filter) IsSet() bool { return f.kind != 0 }
 
+// RunsCode reports whether matching the filter calls a function of the
+// operator's (Check): the value it gets must then be one that the
+// function may keep or modify.
+func (f Filter) RunsCode() bool { return f.kind == filterCheck }
+
 // Match tests a value, given whether it is present at all.
 func (f Filter) Match(value any, present bool) bool {
 	switch f.kind {

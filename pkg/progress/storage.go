@@ -15,6 +15,9 @@ import (
 //
 // Fetch reports a record that is there but unreadable as an error (and no
 // record), so that the caller can log it and carry on without it.
+//
+// The body is read-only, as for diffbase.Storage: a storage must not
+// modify it, nor keep it; changes go into the patch.
 type Storage interface {
 	Fetch(body map[string]any, id string) (*Record, error)
 	Store(body map[string]any, p *patch.Patch, id string, r Record)
