@@ -53,6 +53,9 @@ type adoption struct {
 	// replica adopts from: until it does, the standby caches hold nothing
 	// to work on, and neither reads nor drains look into them.
 	adopting atomic.Bool
+	// retired are those members (as run last heard): the drains read
+	// only their objects, by the caches' owner index.
+	retired atomic.Pointer[[]string]
 	// claimsFrom is when the drains may claim again (unix nanoseconds):
 	// claimsAfterTakeover after the epoch last gave this replica objects.
 	claimsFrom atomic.Int64
@@ -107,10 +110,9 @@ func (a *adoption) run(ctx context.Context) {
 		if changed == nil {
 			return // this ownership never adopts
 		}
-		adopting := false
-		for retired := range want {
-			adopting = adopting || retired != ownership.Standby
-		}
+		retired := retiredIn(want)
+		a.retired.Store(&retired)
+		adopting := len(retired) > 0
 		a.adopting.Store(adopting)
 		if adopting && changed != asked {
 			a.claimsFrom.Store(time.Now().Add(claimsAfterTakeover).UnixNano())
@@ -161,12 +163,7 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 	kept := slices.Collect(maps.Values(a.caches))
 	a.mu.Unlock()
 	if adopts {
-		var retired []string
-		for r := range want {
-			if r != ownership.Standby {
-				retired = append(retired, r)
-			}
-		}
+		retired := retiredIn(want)
 		for _, ac := range kept {
 			a.requestAdopted(ctx, ac, retired)
 		}
@@ -188,6 +185,27 @@ func (a *adoption) follow(ctx context.Context, want map[string][]labels.Selector
 			a.startCache(ctx, k, wanted[k])
 		}
 	}
+}
+
+// retiredIn are the retired members of the caches' selections, sorted.
+func retiredIn(want map[string][]labels.Selector) []string {
+	var retired []string
+	for r := range want {
+		if r != ownership.Standby {
+			retired = append(retired, r)
+		}
+	}
+	slices.Sort(retired)
+	return retired
+}
+
+// retiredNow are the retired members that this replica adopts from, as
+// run last heard.
+func (a *adoption) retiredNow() []string {
+	if p := a.retired.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // startCache starts the cache of one selection unless it runs already.
@@ -501,9 +519,14 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 			continue
 		}
 		left := 0
+		// Only a retired member's objects are claimed or rebucketed: the
+		// owner index reads them alone, not a standby cache's share of
+		// live members' objects, every drainIdle while this replica
+		// adopts.
+		retiredNow := a.retiredNow()
 		for _, r := range a.kinds {
 			claim := r.claim()
-			for _, obj := range a.list(ctx, c, r) {
+			for _, obj := range a.listOwnedBy(ctx, c, r, retiredNow) {
 				act := a.drainAction(r, obj)
 				if act == drainNothing {
 					continue

@@ -224,6 +224,16 @@ func (c *listCounting) List(_ context.Context, _ client.ObjectList, opts ...clie
 	return nil
 }
 
+func (c *listCounting) WaitForCacheSync(context.Context) bool { return true }
+
+// claiming adopts and claims as a ring member does, from any retired
+// member; it adopts nothing here, since the caches list nothing.
+type claiming struct{ ownership.Unshared }
+
+func (claiming) ClaimAdopted() func(metav1.Object) map[string]any {
+	return func(metav1.Object) map[string]any { return nil }
+}
+
 // schemeOnly is a manager that has a scheme and nothing else.
 type schemeOnly struct {
 	manager.Manager
@@ -279,5 +289,28 @@ func TestClaimsWaitUntilClaimsFrom(t *testing.T) {
 	defer cancel()
 	if a.claimsWait(ctx) {
 		t.Error("a wait whose context ended said the claims may go")
+	}
+}
+
+// While the replica adopts, a drain reads only the retired members'
+// objects, by the owner index, each time it looks for objects to claim:
+// a standby cache holds a share of live members' objects besides, which
+// no drain claims. (The drain's first listing counts the whole cache for
+// its log line, once.)
+func TestDrainsReadOnlyTheRetiredMembersObjects(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}
+	kind := &registry.Kind{GVK: gvk, NewObject: func() registry.Object { return &unstructured.Unstructured{} }}
+	standby := &listCounting{}
+	a := &adoption{e: &engine{mgr: schemeOnly{scheme: runtime.NewScheme()}, own: claiming{}},
+		kinds: []*kindState{{objects: objects.Kind{Registered: kind, GVK: gvk}, own: claiming{}}}}
+	a.adopting.Store(true)
+	retired := []string{"m2", "m3"}
+	a.retired.Store(&retired)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	a.drain(ctx, standby, ownership.Standby) // one look, then it idles until ctx ends
+	want := []string{"", ownerIndex + "=m2", ownerIndex + "=m3"}
+	if !slices.Equal(standby.fields, want) {
+		t.Errorf("the drain listed by %q, want %q", standby.fields, want)
 	}
 }
