@@ -269,8 +269,7 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 			return nil, fmt.Errorf("watch the objects of %s: %w", retired, err)
 		}
 	}
-	accept := func(obj client.Object) bool { return offerIfAdopted(a.e.own, &ac.offered, obj) }
-	lowLevel, err := a.e.lowLevelOn(cctx, c, a.kinds, accept)
+	lowLevel, err := a.e.lowLevelOn(cctx, c, a.kinds, offerToLowLevel(a.e.own, &ac.offered))
 	ac.lowLevel = lowLevel
 	if err != nil && cctx.Err() == nil {
 		a.e.log.Error(err, "The low-level handlers do not see the objects of a retired ring member until they are claimed.", "retired", retired)
@@ -356,6 +355,17 @@ func offerIfAdopted(own ownership.Ownership, offered *sync.Map, obj client.Objec
 	}
 	offered.Store(obj.GetUID(), struct{}{})
 	return true
+}
+
+// offerToLowLevel is the low-level handlers' filter of an adoption
+// cache's objects: those this replica adopts (offerIfAdopted), but for
+// those it claims first, which they hear of once the claim has landed,
+// from the share's cache; another ring's write may land instead, and the
+// object never be this replica's.
+func offerToLowLevel(own ownership.Ownership, offered *sync.Map) func(client.Object) bool {
+	return func(obj client.Object) bool {
+		return offerIfAdopted(own, offered, obj) && !own.ClaimsFirst(obj)
+	}
 }
 
 func (h *enteringLater) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -314,3 +314,38 @@ func TestDrainsReadOnlyTheRetiredMembersObjects(t *testing.T) {
 		t.Errorf("the drain listed by %q, want %q", standby.fields, want)
 	}
 }
+
+// claimingFirst adopts the objects whose owner label names "retired",
+// and claims first those whose label "first" is set.
+type claimingFirst struct{ adoptsRetired }
+
+func (claimingFirst) ClaimsFirst(obj client.Object) bool { return obj.GetLabels()["first"] != "" }
+
+// The low-level handlers of an adoption cache hear of the objects this
+// replica adopts, but not of those it claims before any work: another
+// ring's write may land instead of the claim. The reconciles still get
+// them (their stand-by writes the claim).
+func TestLowLevelHandlersHearOfAClaimedFirstObjectOnlyFromTheShare(t *testing.T) {
+	obj := func(labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "uid-o", Labels: labels}}
+	}
+	offered := &sync.Map{}
+	lowLevel := offerToLowLevel(claimingFirst{}, offered)
+	reconciles := &enteringLater{noticingHandler: noticingHandler{memories: memory.NewStore(nil, nil, nil, nil), own: claimingFirst{}}, offered: offered}
+	for _, tt := range []struct {
+		name                 string
+		labels               map[string]string
+		lowLevel, reconciled bool
+	}{
+		{"adopted", map[string]string{"owner": "retired"}, true, true},
+		{"adopted, claimed first", map[string]string{"owner": "retired", "first": "yes"}, false, true},
+		{"not adopted", map[string]string{"owner": "live"}, false, false},
+	} {
+		if got := lowLevel(obj(tt.labels)); got != tt.lowLevel {
+			t.Errorf("%s: offered to the low-level handlers: %v, want %v", tt.name, got, tt.lowLevel)
+		}
+		if got := reconciles.adopts(obj(tt.labels)); got != tt.reconciled {
+			t.Errorf("%s: reconciled: %v, want %v", tt.name, got, tt.reconciled)
+		}
+	}
+}

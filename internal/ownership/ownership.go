@@ -86,6 +86,13 @@ type Ownership interface {
 	// Adopts reports whether an object of an adoption cache is the
 	// replica's to work on now.
 	Adopts(obj client.Object) bool
+	// ClaimsFirst reports whether an adopted object is claimed before any
+	// work on it (a retirement while the ring had no live member, with
+	// another ring about): its cycle stands by and writes the claim, and
+	// the low-level handlers hear of it only once the claim has landed
+	// and the object entered the share's cache, since the other ring's
+	// write may land instead.
+	ClaimsFirst(obj client.Object) bool
 	// OwnerOf is the ring member that an object's owner label names (""
 	// for none). The adoption caches index their objects by it, so that a
 	// change of the epoch looks only through the objects of the retired
@@ -188,6 +195,7 @@ func (Unshared) PutBack(client.Object) map[string]any { return nil } // never cl
 
 func (Unshared) Adopting() (map[string][]labels.Selector, <-chan struct{}) { return nil, nil }
 func (Unshared) Adopts(client.Object) bool                                 { return false }
+func (Unshared) ClaimsFirst(client.Object) bool                            { return false }
 func (Unshared) OwnerOf(metav1.Object) string                              { return "" }
 func (Unshared) Rebucket(metav1.Object) map[string]any                     { return nil }
 func (Unshared) ClaimAdopted() func(metav1.Object) map[string]any          { return nil }

@@ -200,6 +200,16 @@ func (r *Ownership) adopted(obj metav1.Object) bool {
 // adopter, whose cache holds it too.
 func (r *Ownership) Adopts(obj client.Object) bool { return r.adopted(obj) }
 
+// ClaimsFirst reports whether an object that this member adopts is
+// claimed before any work on it (claimFirst), as Claim decides.
+func (r *Ownership) ClaimsFirst(obj client.Object) bool {
+	if !r.adopted(obj) {
+		return false
+	}
+	e, _ := r.epoch.now()
+	return r.claimFirst(e, r.OwnerOf(obj))
+}
+
 // OwnerOf is the member that the object's owner label names.
 func (r *Ownership) OwnerOf(obj metav1.Object) string { return ring.Label(obj, r.keys.Owner) }
 

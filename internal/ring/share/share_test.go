@@ -464,7 +464,8 @@ func TestPlacerPlacesNewObjectsByTheEpoch(t *testing.T) {
 // A member retired while the ring had no live member (every adopter
 // joined at the retirement) has its objects claimed before any work when
 // another ring has member Leases beside this one's: the stand-by's write
-// is the claim. Without another ring, they are worked on at once, as any
+// is the claim, and ClaimsFirst says so (the engine keeps such objects
+// from the low-level handlers until the claim lands). Without another ring, they are worked on at once, as any
 // adopted object; a retirement among established members never waits.
 func TestRingShareClaimsOrphanedObjectsFirstBesideAnotherRing(t *testing.T) {
 	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
@@ -492,6 +493,9 @@ func TestRingShareClaimsOrphanedObjectsFirstBesideAnotherRing(t *testing.T) {
 			r.leases = fake.NewClientBuilder().WithScheme(leaseScheme()).WithObjects(tt.leases...).Build()
 			r.epoch.set(tt.epoch)
 			got := r.Claim(obj, shareT0)
+			if first := r.ClaimsFirst(obj); first != tt.first {
+				t.Errorf("ClaimsFirst() = %v, want %v, as Claim decides", first, tt.first)
+			}
 			if !tt.first {
 				if got.Kind != ownership.Work {
 					t.Errorf("Claim() = %+v, want work at once", got)
