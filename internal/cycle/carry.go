@@ -66,8 +66,14 @@ func (r *Reconciler) carryOut(ctx context.Context, o Object, f facts, pl plan, s
 	}
 	switch {
 	case pl.RunHandlers:
-		o = r.private(o)
-		subject.Obj, subject.Cause.Body = o.Obj, o.Body
+		if o.shared && len(r.kind.Registered.Select(subject)) > 0 {
+			// A handler runs, and gets the cycle's own copy. Most rounds
+			// run none (a takeover's resumes of objects without resume
+			// handlers): they only read the progress. The filters asked
+			// here run no code, or the copy was made before the match.
+			o = r.private(o)
+			subject.Obj, subject.Cause.Body = o.Obj, o.Body
+		}
 		res := r.handlers.Run(ctx, RoundInput{Object: o, Subject: subject, Now: now, Report: r.report})
 		eff.Left.Pending, eff.Left.Delay = !res.Done, res.Delay
 		if res.Done {

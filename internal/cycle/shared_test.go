@@ -21,6 +21,7 @@ import (
 	"github.com/kopf-go/kopf/internal/write"
 	"github.com/kopf-go/kopf/internal/write/writetest"
 	"github.com/kopf-go/kopf/pkg/memo"
+	"github.com/kopf-go/kopf/pkg/progress"
 )
 
 // sharingCache is controller-runtime's cache as the cycle reads it: asked
@@ -37,6 +38,18 @@ func (c *sharingCache) Get(_ context.Context, _ client.ObjectKey, o client.Objec
 	}
 	c.obj.DeepCopyInto(o.(*unstructured.Unstructured))
 	return nil
+}
+
+// seenProgress records the bodies that the round's progress storage was
+// given to read.
+type seenProgress struct {
+	progress.Storage
+	bodies *[]map[string]any
+}
+
+func (p seenProgress) Fetch(body map[string]any, id string) (*progress.Record, error) {
+	*p.bodies = append(*p.bodies, body)
+	return p.Storage.Fetch(body, id)
 }
 
 // seenDaemons records the bodies that the daemons' sync was given.
@@ -75,6 +88,7 @@ func TestCyclesLeaveTheCachedObjectAlone(t *testing.T) {
 		when   bool
 		own    ownership.Ownership
 		unsent bool // the memory keeps outcomes that the last cycle could not write
+		listed bool // found in the first listing: the cause is a resume, which no handler of the kind takes
 		// writes are the patches sent; synced: the daemons were synced
 		// (not for an object that is not this replica's to work on).
 		writes int
@@ -87,6 +101,7 @@ func TestCyclesLeaveTheCachedObjectAlone(t *testing.T) {
 		{name: "a handover", obj: writetest.Object("a", writetest.Handled("a")), own: handingTo{next: "m2", settled: &[]bool{}}, writes: 1},
 		{name: "a label put back", obj: writetest.Object("a", writetest.Handled("a")), own: putBack{}, writes: 1},
 		{name: "nothing to do", obj: writetest.Object("a", writetest.Handled("a")), writes: 0, synced: true},
+		{name: "a round in which no handler runs", obj: writetest.Object("a", writetest.Handled("a")), listed: true, writes: 0, synced: true},
 		{name: "nothing to do, with a filter that runs code", obj: writetest.Object("a", writetest.Handled("a")), when: true, writes: 0, synced: true},
 	}
 	for _, tt := range tests {
@@ -120,9 +135,15 @@ func TestCyclesLeaveTheCachedObjectAlone(t *testing.T) {
 			if tt.own != nil {
 				opts = append(opts, WithOwnership(tt.own))
 			}
-			rig := &cycleRig{API: api, r: New(objects.Kind{Registered: kind, GVK: writetest.GVK}, testSettings(), cache, w, opts...)}
+			var read []map[string]any
+			settings := testSettings()
+			settings.Progress = seenProgress{Storage: settings.Progress, bodies: &read}
+			rig := &cycleRig{API: api, r: New(objects.Kind{Registered: kind, GVK: writetest.GVK}, settings, cache, w, opts...)}
 			if tt.unsent {
 				rig.memory().Unwritten = unwrittenPatch()
+			}
+			if tt.listed {
+				rig.r.Memories().Notice(tt.obj.GetUID(), client.ObjectKeyFromObject(tt.obj), true)
 			}
 			if _, err := rig.reconcile(t); err != nil {
 				t.Fatal(err)
@@ -132,6 +153,16 @@ func TestCyclesLeaveTheCachedObjectAlone(t *testing.T) {
 			}
 			if !equality.Semantic.DeepEqual(cache.obj.Object, before.Object) {
 				t.Errorf("the cache's object was modified:\n got %v\nwant %v", cache.obj.Object, before.Object)
+			}
+			// A round reads the progress from the cache's object unless a
+			// handler runs in it (or a filter that runs code made the copy).
+			for _, body := range read {
+				if shared, want := sameMap(body, cache.obj.Object), tt.listed && !tt.when; shared != want {
+					t.Errorf("the round read the progress from the cache's object itself: %v, want %v", shared, want)
+				}
+			}
+			if tt.listed && len(read) == 0 {
+				t.Error("the round read no progress")
 			}
 			if !tt.synced {
 				if len(bodies) > 0 {
