@@ -372,7 +372,10 @@ func (h *enteringLater) Create(ctx context.Context, e event.CreateEvent, q workq
 	if e.Object == nil {
 		return
 	}
-	if !e.IsInInitialList && h.delay > 0 {
+	// One in the first listing waits as well if it was written since its
+	// owner's retirement: the write may be a late one of a retired member
+	// that moved it from another adopter (a claim held in a proxy).
+	if h.delay > 0 && (!e.IsInInitialList || h.own.ChangedSinceRetirement(e.Object)) {
 		h.enter(e.Object)
 	}
 	if !h.adopts(e.Object) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -347,5 +348,41 @@ func TestLowLevelHandlersHearOfAClaimedFirstObjectOnlyFromTheShare(t *testing.T)
 		if got := reconciles.adopts(obj(tt.labels)); got != tt.reconciled {
 			t.Errorf("%s: reconciled: %v, want %v", tt.name, got, tt.reconciled)
 		}
+	}
+}
+
+// changedSince adopts the objects whose owner label names "retired", and
+// counts those whose version is above 100 as written since the owner's
+// retirement.
+type changedSince struct{ adoptsRetired }
+
+func (changedSince) ChangedSinceRetirement(obj client.Object) bool {
+	v, err := strconv.Atoi(obj.GetResourceVersion())
+	return err != nil || v > 100
+}
+
+// An object in an adoption cache's first listing that was written since
+// its owner's retirement waits out the margin, as a late one does: the
+// write may be a retired member's late claim that moved it from another
+// adopter, which stops within the margin. One unchanged since goes at
+// once.
+func TestAListedObjectWrittenSinceTheRetirementWaitsOutTheMargin(t *testing.T) {
+	h := &enteringLater{noticingHandler: noticingHandler{memories: memory.NewStore(nil, nil, nil, nil), own: changedSince{}},
+		delay: 200 * time.Millisecond, offered: &sync.Map{}}
+	obj := func(name, version string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			ResourceVersion: version, Labels: map[string]string{"owner": "retired"}}}
+	}
+	q := &queued{}
+	h.Create(context.Background(), event.CreateEvent{Object: obj("before", "90"), IsInInitialList: true}, q)
+	h.Create(context.Background(), event.CreateEvent{Object: obj("since", "120"), IsInInitialList: true}, q)
+	before, since := reconcile.Request{}, reconcile.Request{}
+	before.Namespace, before.Name = "ns", "before"
+	since.Namespace, since.Name = "ns", "since"
+	if len(q.now) != 1 || q.now[0] != before {
+		t.Errorf("queued at once: %v, want the object unchanged since the retirement alone", q.now)
+	}
+	if d := q.after[since]; d < h.delay-50*time.Millisecond || d > h.delay {
+		t.Errorf("the object written since is queued after %s, want the margin %s", d, h.delay)
 	}
 }

@@ -86,6 +86,13 @@ type Ownership interface {
 	// Adopts reports whether an object of an adoption cache is the
 	// replica's to work on now.
 	Adopts(obj client.Object) bool
+	// ChangedSinceRetirement reports whether an object was written after
+	// this replica first saw its owner retired: an object in an adoption
+	// cache's first listing then waits out the ring's margin, as one that
+	// enters later does, since the write may be a late one of a retired
+	// member that moved it from another adopter, which stops within the
+	// margin.
+	ChangedSinceRetirement(obj client.Object) bool
 	// ClaimsFirst reports whether an adopted object is claimed before any
 	// work on it (a retirement while the ring had no live member, with
 	// another ring about): its cycle stands by and writes the claim, and
@@ -196,6 +203,7 @@ func (Unshared) PutBack(client.Object) map[string]any { return nil } // never cl
 func (Unshared) Adopting() (map[string][]labels.Selector, <-chan struct{}) { return nil, nil }
 func (Unshared) Adopts(client.Object) bool                                 { return false }
 func (Unshared) ClaimsFirst(client.Object) bool                            { return false }
+func (Unshared) ChangedSinceRetirement(client.Object) bool                 { return false }
 func (Unshared) OwnerOf(metav1.Object) string                              { return "" }
 func (Unshared) Rebucket(metav1.Object) map[string]any                     { return nil }
 func (Unshared) ClaimAdopted() func(metav1.Object) map[string]any          { return nil }

@@ -163,7 +163,8 @@ func Published(lease *coordinationv1.Lease) sharding.Epoch {
 	}
 	serial, _ := strconv.ParseInt(lease.Annotations[SerialAnnotation], 10, 64)
 	return sharding.Epoch{Serial: serial, Members: members, Stopping: stopping,
-		Joined: parseSerials(lease.Annotations[JoinedAnnotation]), Retired: parseSerials(lease.Annotations[RetiredAnnotation])}
+		Joined: parseSerials(lease.Annotations[JoinedAnnotation]), Retired: parseSerials(lease.Annotations[RetiredAnnotation]),
+		Version: lease.ResourceVersion}
 }
 
 // parseNames reads names joined by commas, sorted and each once; none

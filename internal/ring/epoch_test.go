@@ -70,6 +70,8 @@ func TestPublishedEpoch(t *testing.T) {
 	if got := lease.Annotations[RetiredAnnotation]; got != "m0=3,m2=6" {
 		t.Errorf("the retired members are written %q, want m0=3,m2=6", got)
 	}
+	lease.ResourceVersion = "42" // the fake clientset keeps none
+	want.Version = "42"          // the version of the Lease it was read from
 	if diff := cmp.Diff(want, Published(lease)); diff != "" {
 		t.Errorf("Published() -want +got:\n%s", diff)
 	}

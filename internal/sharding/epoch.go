@@ -20,12 +20,18 @@ import (
 // Stopping are the members, among Members, whose graceful stop has
 // begun: they keep what they hold until they are gone, but nothing new
 // is placed on them nor handed over to them (Placing).
+//
+// Version is the resourceVersion of the Lease the epoch was read from (""
+// if it was not read from one): the API server's order of writes, in
+// which the objects' versions compare with it. It is no part of the
+// epoch's content (Same).
 type Epoch struct {
 	Serial   int64
 	Members  []string
 	Joined   map[string]int64
 	Retired  map[string]int64
 	Stopping []string
+	Version  string
 }
 
 // Placing are the members that new objects are placed on and objects are

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -91,6 +92,10 @@ type epoch struct {
 	mu      sync.Mutex
 	e       sharding.Epoch
 	changed chan struct{} // closed and replaced at every change
+	// retiredAt is, for each retired member, the version of the first
+	// epoch that this replica saw retire it (none if it was read from no
+	// Lease).
+	retiredAt map[string]string
 }
 
 // set records a published epoch; true if it differs from the last.
@@ -100,6 +105,7 @@ func (e *epoch) set(next sharding.Epoch) bool {
 	if e.changed == nil {
 		e.changed = make(chan struct{})
 	}
+	e.noteRetired(next)
 	if next.Same(e.e) {
 		return false
 	}
@@ -107,6 +113,36 @@ func (e *epoch) set(next sharding.Epoch) bool {
 	close(e.changed)
 	e.changed = make(chan struct{})
 	return true
+}
+
+// noteRetired records when each member was first seen retired, and
+// forgets those no longer retired (the caller holds mu).
+func (e *epoch) noteRetired(next sharding.Epoch) {
+	for name := range e.retiredAt {
+		if !next.IsRetired(name) {
+			delete(e.retiredAt, name)
+		}
+	}
+	if next.Version == "" {
+		return
+	}
+	for name := range next.Retired {
+		if _, seen := e.retiredAt[name]; !seen {
+			if e.retiredAt == nil {
+				e.retiredAt = map[string]string{}
+			}
+			e.retiredAt[name] = next.Version
+		}
+	}
+}
+
+// retiredSince is the version of the first epoch seen to retire the
+// member; false if none (not retired, or not from a Lease).
+func (e *epoch) retiredSince(member string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v, ok := e.retiredAt[member]
+	return v, ok
 }
 
 // now is the published epoch, and a channel closed when it changes.
@@ -199,6 +235,19 @@ func (r *Ownership) adopted(obj metav1.Object) bool {
 // member's to work on now: the epoch may have given it to another
 // adopter, whose cache holds it too.
 func (r *Ownership) Adopts(obj client.Object) bool { return r.adopted(obj) }
+
+// ChangedSinceRetirement reports whether the object's version is newer
+// than the first epoch that this member saw retire the member its owner
+// label names. A version that does not compare (not a decimal) counts as
+// newer: the wait is the safe side.
+func (r *Ownership) ChangedSinceRetirement(obj client.Object) bool {
+	since, ok := r.epoch.retiredSince(r.OwnerOf(obj))
+	if !ok {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), since)
+	return err != nil || cmp > 0
+}
 
 // ClaimsFirst reports whether an object that this member adopts is
 // claimed before any work on it (claimFirst), as Claim decides.

@@ -514,3 +514,46 @@ func TestRingShareClaimsOrphanedObjectsFirstBesideAnotherRing(t *testing.T) {
 		})
 	}
 }
+
+// An object counts as written since its owner's retirement when its
+// version is newer than the first epoch this member saw retire the
+// owner (the first read from a Lease); a later epoch that still retires
+// it changes nothing, and an owner not retired has nothing to compare
+// with.
+func TestRingShareTellsObjectsWrittenSinceTheirOwnersRetirement(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	at := func(version, owner string) *corev1.ConfigMap {
+		obj := named("o-1", owner, owner)
+		obj.ResourceVersion = version
+		return obj
+	}
+	r.epoch.set(sharding.Epoch{Serial: 3, Members: []string{me}, Retired: map[string]int64{"m-unread": 3}})
+	r.epoch.set(sharding.Epoch{Serial: 4, Members: []string{me}, Retired: map[string]int64{"m-unread": 3, "m-r": 4}, Version: "200"})
+	r.epoch.set(sharding.Epoch{Serial: 5, Members: []string{me}, Retired: map[string]int64{"m-unread": 3, "m-r": 4}, Version: "300"})
+	for _, tt := range []struct {
+		what string
+		obj  *corev1.ConfigMap
+		want bool
+	}{
+		{"written before the retirement", at("150", "m-r"), false},
+		{"written at it", at("200", "m-r"), false},
+		{"written since, before a later epoch", at("250", "m-r"), true},
+		{"a version that does not compare", at("x", "m-r"), true},
+		{"an owner first retired in an epoch read from no Lease, written before the first read from one", at("150", "m-unread"), false},
+		{"the same, written since", at("250", "m-unread"), true},
+		{"a live owner", at("250", me), false},
+	} {
+		if got := r.ChangedSinceRetirement(tt.obj); got != tt.want {
+			t.Errorf("%s: ChangedSinceRetirement() = %v, want %v", tt.what, got, tt.want)
+		}
+	}
+	r.epoch.set(sharding.Epoch{Serial: 6, Members: []string{me}, Version: "400"})
+	if r.ChangedSinceRetirement(at("450", "m-r")) {
+		t.Error("an owner no longer retired still has a retirement to compare with")
+	}
+	r.epoch.set(sharding.Epoch{Serial: 7, Members: []string{me}, Retired: map[string]int64{"m-r": 7}, Version: "500"})
+	if r.ChangedSinceRetirement(at("450", "m-r")) || !r.ChangedSinceRetirement(at("550", "m-r")) {
+		t.Error("an owner retired anew does not count from its new retirement")
+	}
+}
