@@ -242,9 +242,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := logr.FromContextOrDiscard(ctx)
 	obj := r.kind.New()
 	// Read without a copy: most cycles only read the object (a takeover
-	// starts tens of thousands of them at once), and the copy was a third
-	// of such a cycle. The cycle takes its own copy (private) before the
-	// operator's code or a write may modify it.
+	// starts tens of thousands of them at once, and a copy was up to a
+	// fifth of such a cycle's CPU). The cycle takes its own copy (private)
+	// before the operator's code or a write may modify it.
 	if err := r.reader.Get(ctx, req.NamespacedName, obj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			if uid := r.memories.Forget(req.NamespacedName); uid != "" {
