@@ -62,15 +62,8 @@ func TestAnObjectEnteringAnAdoptionCacheLateWaitsOutTheMargin(t *testing.T) {
 	q := &queued{}
 	h.Create(context.Background(), event.CreateEvent{Object: obj("listed"), IsInInitialList: true}, q)
 	h.Create(context.Background(), event.CreateEvent{Object: obj("late")}, q)
-	listed, late := reconcile.Request{}, reconcile.Request{}
-	listed.Namespace, listed.Name = "ns", "listed"
-	late.Namespace, late.Name = "ns", "late"
-	if len(q.now) != 1 || q.now[0] != listed {
-		t.Errorf("queued at once: %v, want the listed object alone", q.now)
-	}
-	if d := q.after[late]; d < h.delay-50*time.Millisecond || d > h.delay {
-		t.Errorf("the late object is queued after %s, want the margin %s", d, h.delay)
-	}
+	atOnceAndAfterTheMargin(t, q, h.delay, "listed", "late")
+	late := requestIn("late")
 	q.now, q.after = nil, nil
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: obj("late"), ObjectNew: obj("late")}, q)
 	if len(q.now) != 0 || q.after[late] <= 0 || q.after[late] > h.delay {
@@ -376,13 +369,22 @@ func TestAListedObjectWrittenSinceTheRetirementWaitsOutTheMargin(t *testing.T) {
 	q := &queued{}
 	h.Create(context.Background(), event.CreateEvent{Object: obj("before", "90"), IsInInitialList: true}, q)
 	h.Create(context.Background(), event.CreateEvent{Object: obj("since", "120"), IsInInitialList: true}, q)
-	before, since := reconcile.Request{}, reconcile.Request{}
-	before.Namespace, before.Name = "ns", "before"
-	since.Namespace, since.Name = "ns", "since"
-	if len(q.now) != 1 || q.now[0] != before {
-		t.Errorf("queued at once: %v, want the object unchanged since the retirement alone", q.now)
+	atOnceAndAfterTheMargin(t, q, h.delay, "before", "since")
+}
+
+// requestIn is the request of the object of that name in "ns".
+func requestIn(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+}
+
+// atOnceAndAfterTheMargin checks that q holds the object now alone at
+// once, and the object later after the margin.
+func atOnceAndAfterTheMargin(t *testing.T, q *queued, margin time.Duration, now, later string) {
+	t.Helper()
+	if len(q.now) != 1 || q.now[0] != requestIn(now) {
+		t.Errorf("queued at once: %v, want %s alone", q.now, now)
 	}
-	if d := q.after[since]; d < h.delay-50*time.Millisecond || d > h.delay {
-		t.Errorf("the object written since is queued after %s, want the margin %s", d, h.delay)
+	if d := q.after[requestIn(later)]; d < margin-50*time.Millisecond || d > margin {
+		t.Errorf("%s is queued after %s, want the margin %s", later, d, margin)
 	}
 }
