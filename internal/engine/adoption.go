@@ -113,7 +113,11 @@ func (a *adoption) run(ctx context.Context) {
 		retired := retiredIn(want)
 		a.retired.Store(&retired)
 		adopting := len(retired) > 0
-		a.adopting.Store(adopting)
+		if was := a.adopting.Swap(adopting); was && !adopting {
+			for _, r := range a.kinds {
+				r.adoptionEnded()
+			}
+		}
 		if adopting && changed != asked {
 			a.claimsFrom.Store(time.Now().Add(claimsAfterTakeover).UnixNano())
 		}
@@ -246,7 +250,7 @@ func (a *adoption) start(ctx context.Context, retired string, sel labels.Selecto
 	wg.Go(func() { _ = c.Start(cctx) })
 	for _, r := range a.kinds {
 		entering := &enteringLater{noticingHandler: noticingHandler{memories: r.memories, own: a.e.own}, delay: a.margin(),
-			offered: &ac.offered, claimSeen: r.forgetClaim}
+			offered: &ac.offered, claimSeen: r.claimSeen}
 		ac.entering[r] = entering
 		ctrl, ok := a.ctrls[r]
 		if !ok {
@@ -313,9 +317,10 @@ type enteringLater struct {
 	// until its delay is over: its work meanwhile waits as long.
 	entered sync.Map // types.UID → time.Time
 	offered *sync.Map
-	// claimSeen forgets the claim of an object that this cache shows no
-	// longer adopted: a standby cache keeps a claimed object (its bucket
-	// stays), so no DELETED event of its ever consumes the claim.
+	// claimSeen forgets, for leftCache, the claim of an object that this
+	// cache shows no longer adopted: a standby cache keeps a claimed
+	// object (its bucket stays), so no DELETED event of its ever consumes
+	// the claim.
 	claimSeen func(types.UID)
 }
 

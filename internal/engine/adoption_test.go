@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -177,8 +178,13 @@ func TestAClaimedObjectIsReadAsItWasClaimed(t *testing.T) {
 }
 
 // The adoption cache's copy of an object as it was when its claim was
-// sent is not read (the claim has changed it); a newer copy, which the
-// claim did not change (it conflicted), or one never claimed, is.
+// sent, or from before, is not read (the claim has changed it); a newer
+// copy, which the claim did not change (it conflicted), or one never
+// claimed, is. A claim that conflicted and went again with the live
+// version hides the copy it was first sent for too, and an adoption
+// cache's sight of the claim (claimSeen) hides nothing less: another
+// cache may still hold a copy from before it. A claim that failed, and
+// the end of the adoption, hide nothing any more.
 func TestAClaimSentHidesTheCopyFromBeforeIt(t *testing.T) {
 	r := &kindState{}
 	at := func(version string) *corev1.ConfigMap {
@@ -194,9 +200,102 @@ func TestAClaimSentHidesTheCopyFromBeforeIt(t *testing.T) {
 	if r.claimSent(at("6")) {
 		t.Error("a copy newer than the claim counts as claimed")
 	}
+	r.noteClaim("uid-o", "7") // the claim conflicted, and went again
+	for _, v := range []string{"4", "5", "7"} {
+		if !r.claimSent(at(v)) {
+			t.Errorf("the copy at %s, from before a claim sent at 7, counts as unclaimed", v)
+		}
+	}
+	r.noteClaim("uid-o", "6") // a late note of an older attempt
+	if !r.claimSent(at("7")) {
+		t.Error("an older claim's note unhid the copy of a newer one")
+	}
+	r.claimSeen("uid-o")
+	if !r.claimSent(at("5")) {
+		t.Error("one cache's sight of the claim unhid the copies from before it")
+	}
+	if _, ok := r.claimed.Load(types.UID("uid-o")); ok {
+		t.Error("the claim seen is still taken for an object leaving its adoption cache")
+	}
 	r.forgetClaim("uid-o")
 	if r.claimSent(at("5")) {
 		t.Error("a claim that failed still hides the copy")
+	}
+	r.noteClaim("uid-o", "9")
+	r.adoptionEnded()
+	if r.claimSent(at("9")) {
+		t.Error("a claim still hides the copy after the adoption ended")
+	}
+}
+
+// holding is a cache that holds one copy of each object, by name.
+type holding struct {
+	cache.Cache
+	objects map[types.NamespacedName]*unstructured.Unstructured
+}
+
+func (c *holding) Get(_ context.Context, key types.NamespacedName, obj client.Object, _ ...client.GetOption) error {
+	o, ok := c.objects[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}, key.Name)
+	}
+	o.DeepCopy().DeepCopyInto(obj.(*unstructured.Unstructured))
+	return nil
+}
+
+// An object that this replica adopted, claimed (the claim conflicted once
+// and went again with the live version) and then handed over from the
+// share's cache is read from no adoption cache afterwards, though one of
+// them still shows it from before the claim, naming the retired member:
+// its watch lags (a stream stalled, as TestFaults' share-watch-stalled
+// stalls them) while another cache has shown the claim. A cycle on that copy would
+// take the object for adopted, and run its daemons beside the member it
+// was handed over to.
+func TestAClaimedObjectIsNotReadFromALaggingAdoptionCache(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}
+	kind := &registry.Kind{GVK: gvk, NewObject: func() registry.Object { return &unstructured.Unstructured{} }}
+	key := types.NamespacedName{Namespace: "ns", Name: "o"}
+	copyAt := func(version, owner string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(key.Namespace)
+		u.SetName(key.Name)
+		u.SetUID("uid-o")
+		u.SetResourceVersion(version)
+		u.SetLabels(map[string]string{"owner": owner})
+		return u
+	}
+	r := &kindState{objects: objects.Kind{Registered: kind, GVK: gvk}}
+	lagging := &holding{objects: map[types.NamespacedName]*unstructured.Unstructured{key: copyAt("5", "retired")}}
+	caughtUp := &holding{objects: map[types.NamespacedName]*unstructured.Unstructured{key: copyAt("8", "me")}}
+	a := &adoption{e: &engine{own: adoptsRetired{}}, kinds: []*kindState{r}, caches: map[adoptKey]*adoptCache{
+		{retired: "retired", selector: "owner=retired"}:    {c: lagging},
+		{retired: ownership.Standby, selector: "bucket=1"}: {c: caughtUp},
+	}}
+	a.adopting.Store(true)
+	share := &holding{objects: map[types.NamespacedName]*unstructured.Unstructured{}}
+	reader := &runReader{main: share, a: a, kinds: map[string]*kindState{gvk.String(): r}, scheme: runtime.NewScheme()}
+	read := func() (*unstructured.Unstructured, error) {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		return obj, reader.Get(context.Background(), key, obj)
+	}
+
+	if obj, err := read(); err != nil || obj.GetResourceVersion() != "5" {
+		t.Fatalf("before any claim: read %v, %v; want the adopted copy at 5", obj, err)
+	}
+	r.noteClaim("uid-o", "5") // conflicted: the object had changed
+	r.noteClaim("uid-o", "7") // sent again with the live version; landed at 8
+	r.moving.Delete(key)      // the share's cache had the object
+	r.claimSeen("uid-o")      // the standby cache showed the claim
+	// Handed over from the share's cache: it is in neither the share's
+	// cache nor, as this replica's, in any other.
+	if obj, err := read(); !apierrors.IsNotFound(err) {
+		t.Errorf("after the claim and the handover: read the copy at %s naming %q, want none", obj.GetResourceVersion(), obj.GetLabels()["owner"])
+	}
+	lagging.objects[key] = copyAt("9", "retired") // back to the retired member's name since (a late write)
+	if obj, err := read(); err != nil || obj.GetResourceVersion() != "9" {
+		t.Errorf("a copy newer than the claim: read %v, %v; want it", obj, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -62,6 +63,12 @@ type kindState struct {
 	// claimed are the adopted objects whose claim was sent: each leaves
 	// its adoption cache with a DELETED event that is no deletion.
 	claimed sync.Map // types.UID → the resourceVersion claimed
+	// claimedUpTo are the newest versions of adopted objects whose claim
+	// was sent, for as long as the replica adopts: a copy of one of
+	// these versions, or an older one, in any adoption cache is from
+	// before the claim. No cache's event ends it, since another cache
+	// may lag further behind (claimSent).
+	claimedUpTo sync.Map // types.UID → the resourceVersion claimed
 	// moving are the claimed objects as they were claimed, until the
 	// share's cache has them (runreader.go).
 	moving sync.Map // types.NamespacedName → movingObject
@@ -135,16 +142,56 @@ func (r *kindState) claim() write.Claim {
 	}
 }
 
-func (r *kindState) noteClaim(uid types.UID, version string) { r.claimed.Store(uid, version) }
-
-// claimSent reports whether a claim of the object as it is was sent: one
-// of an older version was answered, or its answer does not matter (the
-// object came back to an adoption cache, say, since it was claimed).
-func (r *kindState) claimSent(obj metav1.Object) bool {
-	version, ok := r.claimed.Load(obj.GetUID())
-	return ok && version == obj.GetResourceVersion()
+// noteClaim notes a claim sent of the object at the version. A claim
+// that conflicted goes again with the live version, which is newer.
+func (r *kindState) noteClaim(uid types.UID, version string) {
+	r.claimed.Store(uid, version)
+	for {
+		v, loaded := r.claimedUpTo.LoadOrStore(uid, version)
+		if !loaded || !olderVersion(v.(string), version) || r.claimedUpTo.CompareAndSwap(uid, v, version) {
+			return
+		}
+	}
 }
-func (r *kindState) forgetClaim(uid types.UID) { r.claimed.Delete(uid) }
+
+// claimSent reports whether a claim was sent of the object as it is, or
+// of a newer version of it: the copy is from before the claim, whatever
+// became of the claim. An adoption cache may hold such a copy long after
+// the claim landed: its watch lags (or stalls) while the share's cache
+// has the object, and once the object was handed over from there, the
+// copy, still naming the retired member, would look adopted (and be
+// worked on beside the next owner). A copy newer than the claim is read:
+// the claim conflicted and was not sent again, or the object came back
+// to an adoption cache since.
+func (r *kindState) claimSent(obj metav1.Object) bool {
+	version, ok := r.claimedUpTo.Load(obj.GetUID())
+	return ok && !olderVersion(version.(string), obj.GetResourceVersion())
+}
+
+// forgetClaim forgets a claim that failed: the copy it was sent for is
+// the object as it is.
+func (r *kindState) forgetClaim(uid types.UID) {
+	r.claimed.Delete(uid)
+	r.claimedUpTo.Delete(uid)
+}
+
+// claimSeen forgets, for leftCache, the claim of an object that an
+// adoption cache shows as claimed: no DELETED event of that cache is the
+// claim's any more. Its copies from before the claim stay hidden.
+func (r *kindState) claimSeen(uid types.UID) { r.claimed.Delete(uid) }
+
+// adoptionEnded forgets the versions claimed: the replica reads no
+// adoption cache until it adopts again, and what it adopts then are the
+// objects of members retired since.
+func (r *kindState) adoptionEnded() { r.claimedUpTo.Clear() }
+
+// olderVersion reports whether the resourceVersion a is older than b.
+// Versions that do not compare (not decimal) are not: a copy whose
+// version does not compare with its claim's stays hidden, the safe side.
+func olderVersion(a, b string) bool {
+	cmp, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && cmp < 0
+}
 
 // leftCache reports (once) whether a DELETED event is an object that left
 // this replica's caches without being deleted: handed over to another
