@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,9 +24,12 @@ type driver struct {
 	period     time.Duration
 	rng        *rand.Rand
 
-	mu                        sync.Mutex
-	live                      []string
-	next                      int
+	mu   sync.Mutex
+	live []string
+	next int
+	// spared are objects that the driver updates but never deletes: a
+	// victim's objects that a later fault needs it to be active on.
+	spared                    map[string]bool
 	created, updated, deleted int
 	errors                    []string
 }
@@ -46,8 +50,8 @@ func (d *driver) fill(ctx context.Context) error {
 
 // run changes an object every period until ctx ends: creates one while
 // there are fewer than population, else updates one (three times in
-// four) or deletes one. Names are never reused, so that a name is one
-// object.
+// four, and always a spared one) or deletes one. Names are never reused,
+// so that a name is one object.
 func (d *driver) run(ctx context.Context) {
 	tick := time.NewTicker(d.period)
 	defer tick.Stop()
@@ -60,6 +64,9 @@ func (d *driver) run(ctx context.Context) {
 		var err error
 		d.mu.Lock()
 		n, roll, pick := len(d.live), d.rng.IntN(4), d.rng.IntN(max(1, len(d.live)))
+		if n > 0 && d.spared[d.live[pick]] {
+			roll = 0
+		}
 		d.mu.Unlock()
 		switch {
 		case n < d.population:
@@ -78,9 +85,21 @@ func (d *driver) run(ctx context.Context) {
 }
 
 func (d *driver) create(ctx context.Context) error {
+	_, err := d.createWhere(ctx, func(string) bool { return true })
+	return err
+}
+
+// createWhere creates an object under the next free name that accept
+// takes (names it skips are never used) and returns the name.
+func (d *driver) createWhere(ctx context.Context, accept func(name string) bool) (string, error) {
 	d.mu.Lock()
-	d.next++
-	name := fmt.Sprintf("obj-%04d", d.next)
+	var name string
+	for {
+		d.next++
+		if name = fmt.Sprintf("obj-%04d", d.next); accept(name) {
+			break
+		}
+	}
 	d.mu.Unlock()
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("kopf.dev/v1")
@@ -89,13 +108,28 @@ func (d *driver) create(ctx context.Context) error {
 	obj.SetName(name)
 	obj.Object["spec"] = map[string]any{"field": "v0"}
 	if err := fixtures.env.Client.Create(ctx, obj); err != nil {
-		return fmt.Errorf("create %s: %w", name, err)
+		return "", fmt.Errorf("create %s: %w", name, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.live = append(d.live, name)
 	d.created++
-	return nil
+	return name, nil
+}
+
+// spare keeps the objects (by namespace/name, as activity names them)
+// from deletion from now on.
+func (d *driver) spare(objects []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.spared == nil {
+		d.spared = map[string]bool{}
+	}
+	for _, o := range objects {
+		if ns, name, _ := strings.Cut(o, "/"); ns == d.ns {
+			d.spared[name] = true
+		}
+	}
 }
 
 func (d *driver) update(ctx context.Context, i int) error {

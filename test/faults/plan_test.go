@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kopf-go/kopf/internal/sharding"
 	"github.com/kopf-go/kopf/test/faults/faultlog"
 	"github.com/kopf-go/kopf/test/faults/proxy"
 )
@@ -55,6 +56,14 @@ func (p step) String() string {
 // follow injects the steps at their moments; it returns once the last
 // has begun (the faults go on: wait waits for them).
 func (s *suite) follow(ctx context.Context, steps []step) {
+	s.mu.Lock()
+	s.hitAgain = map[string]bool{}
+	for _, p := range steps {
+		if p.victimOf != "" {
+			s.hitAgain[p.victimOf] = true
+		}
+	}
+	s.mu.Unlock()
 	start := time.Now()
 	for _, p := range steps {
 		if p.barrier {
@@ -154,14 +163,21 @@ func (s *suite) hit(ctx context.Context, p step, fn func(m *member) error) {
 }
 
 // victim picks the step's victim and marks it busy: the earlier victim
-// that the step names, or one of the slowness it asks for.
+// that the step names, or one of the slowness it asks for. A victim that
+// a later step hits again keeps the objects it is active on now: the
+// driver spares them, so that the later fault finds them, unless the
+// ring moved them meanwhile (then keepActive gives it another).
 func (s *suite) victim(ctx context.Context, p step) (*member, error) {
 	if p.victimOf == "" {
 		m, err := s.ring.pick(ctx, p.slow, s.rng, s.allowAssigner)
 		if err == nil {
 			s.mu.Lock()
 			s.victims[p.kind] = m
+			again := s.hitAgain[p.kind]
 			s.mu.Unlock()
+			if again {
+				s.drv.spare(m.activeOn(pickWindow))
+			}
 		}
 		return m, err
 	}
@@ -171,7 +187,51 @@ func (s *suite) victim(ctx context.Context, p step) (*member, error) {
 	if m == nil {
 		return nil, fmt.Errorf("no %s fault has had a victim", p.victimOf)
 	}
-	return m, s.ring.pickAgain(m)
+	if err := s.ring.pickAgain(m); err != nil {
+		return nil, err
+	}
+	if err := s.keepActive(ctx, m); err != nil {
+		s.ring.release(m)
+		return nil, err
+	}
+	return m, nil
+}
+
+// keepActiveBound bounds the wait until a victim runs the object created
+// for it.
+const keepActiveBound = 30 * time.Second
+
+// keepActive makes sure that a victim hit again is active on an object:
+// its first fault's objects may have moved to a member that joined since
+// (a restarted process joins under a new name, and takes buckets from
+// every member). If it is active on none, the driver creates one in a
+// bucket that the ring's epoch gives the victim, and the suite waits
+// until the victim runs it.
+func (s *suite) keepActive(ctx context.Context, m *member) error {
+	if len(m.activeOn(pickWindow)) > 0 {
+		return nil
+	}
+	name, err := s.ring.memberName(ctx, m)
+	if err != nil {
+		return err
+	}
+	members := s.ring.epochMembers(ctx)
+	if !slices.Contains(members, name) {
+		return fmt.Errorf("%s (%s) is not in the ring's epoch %v", m.PodID(), name, members)
+	}
+	created, err := s.drv.createWhere(ctx, func(n string) bool {
+		return sharding.Owner(sharding.ObjectKey(s.ns, n), members) == name
+	})
+	if err != nil {
+		return err
+	}
+	object := s.ns + "/" + created
+	s.drv.spare([]string{object})
+	if err := poll(ctx, keepActiveBound, func() bool { return slices.Contains(m.activeOn(pickWindow), object) }); err != nil {
+		return fmt.Errorf("%s was active on nothing, and did not run %s, created in its bucket, within %s", m.PodID(), created, keepActiveBound)
+	}
+	s.t.Logf("%s was active on nothing when hit again: it runs %s, created in its bucket", m.PodID(), created)
+	return nil
 }
 
 // editLabel moves an object of a victim to another live member by hand.

@@ -47,8 +47,10 @@ type suite struct {
 	errs    []string
 	foreign map[string]bool // the second rings' member names
 	// victims is the last victim of each kind of fault, for a step that
-	// hits it again (victimOf).
-	victims map[string]*member
+	// hits it again (victimOf), and hitAgain the kinds whose victims a
+	// later step hits again.
+	victims  map[string]*member
+	hitAgain map[string]bool
 }
 
 // newSuite prepares a ring named ring at the durations, with a
