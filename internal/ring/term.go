@@ -49,8 +49,9 @@ type term struct {
 	// to be dropped from the next epoch.
 	gone []string
 	// doubting: the follower was in doubt about members it never saw
-	// when the objects were last placed; its end places them again.
-	doubting bool
+	// when the objects were last placed; its end places them again, and
+	// relist tells the sweep so (it lists again at once).
+	doubting, relist bool
 	// swept is poked at every change of members: the sweep lists the
 	// objects without a live owner again.
 	swept chan struct{}
@@ -95,8 +96,19 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 		}
 	}
 	// The members first: what the sweep finds is placed among them.
+	predecessors := t.epoch
 	t.recount(ctx)
-	wg.Go(func() { t.sweep(ctx) })
+	wait := t.firstSweepAfter(predecessors)
+	wg.Go(func() {
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.s.Clock.After(wait):
+			}
+		}
+		t.sweep(ctx)
+	})
 	wg.Go(func() { t.dropGone(ctx) })
 	for range a.s.Workers {
 		wg.Go(func() { t.work(ctx) })
@@ -105,19 +117,45 @@ func (a *Assigner) assign(ctx context.Context, f *follower) error {
 	return nil
 }
 
+// firstSweepAfter is how long the term's first sweep waits, given the
+// epoch its predecessor published: sweepAfterTakeover if the term's first
+// count retired members (the assigner that died, as a rule), whose
+// adopters start their objects now (the sweep's first listing is a pass
+// of the API server over every object of each kind); else nothing.
+func (t *term) firstSweepAfter(predecessors sharding.Epoch) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(newlyRetired(predecessors, t.epoch)) > 0 {
+		return sweepAfterTakeover
+	}
+	return 0
+}
+
+// sweepAfterTakeover is how long a new assigner whose first count
+// retired members waits before its sweep lists the objects without a
+// live owner: the objects created meanwhile wait as long to be placed
+// (those placed at admission do not), and the retired members' adopters
+// have the API server's CPU for their start, as the claims after a
+// takeover wait for it (internal/engine, claimsAfterTakeover).
+const sweepAfterTakeover = 5 * time.Second
+
 // sweep watches, in every source of the served namespaces, the objects
 // whose owner label names no member of the epoch, live or retired
 // (sharding.md, "The assigner"),
 // and passes each one on to be placed. In steady state these are only the
 // objects just created: the assigner reads nothing of the objects that
 // live members hold, whatever their number or their rate of change. At
-// every change of members, or of the served namespaces, the watches begin
-// again with the new selector; their first listing is what the change
-// moves (a dead or departed member's objects), found by the API server.
+// every change of the names it leaves out (a join, a retired member
+// dropped from the epoch), or of the served namespaces, the watches begin
+// again with the new selector, and their first listing is what the
+// change leaves without a live owner, found by the API server; a
+// retirement changes no name the selector leaves out, and its listing
+// comes later (nextListing).
 func (t *term) sweep(ctx context.Context) {
 	for ctx.Err() == nil {
 		t.mu.Lock()
 		members, round := slices.Concat(t.epoch.Members, t.epoch.RetiredNames()), t.round
+		t.relist = false
 		t.mu.Unlock()
 		names, all, changed := t.a.served()
 		selector, err := t.a.keys.Unowned(members)
@@ -136,9 +174,10 @@ func (t *term) sweep(ctx context.Context) {
 		}
 		wctx, stop := context.WithCancel(ctx)
 		var watching sync.WaitGroup
+		listing := round // the round these watches' first listings count for
 		for _, src := range sources {
 			r := src.reflector(selector.String(), t.offer, func(keys []key) {
-				if s, ok := t.tally.list(round, src.id, keys); ok {
+				if s, ok := t.tally.list(listing, src.id, keys); ok {
 					t.report(s)
 				}
 			})
@@ -147,22 +186,68 @@ func (t *term) sweep(ctx context.Context) {
 		// A poke for the round these watches already select (the term's
 		// first count pokes before the sweep begins) lists nothing anew:
 		// at a new assigner's start that listing is the predecessor's
-		// whole share.
+		// whole share. A new round whose selector is the same lists again
+		// only sweepAfterTakeover later: a member's retirement moves its
+		// name from the epoch's members to its retired ones, and each
+		// listing begins with a pass of the API server over every object
+		// of its kind, at the moment the adopters start the retired
+		// member's objects. What the round left unplaced waits as long.
+		var later <-chan time.Time
 		for current := true; current; {
 			select {
 			case <-ctx.Done():
 				current = false
 			case <-changed: // a nil channel: never
 				current = false
+			case <-later:
+				current = false
 			case <-t.swept:
-				t.mu.Lock()
-				current = t.round == round
-				t.mu.Unlock()
+				switch t.nextListing(round, selector.String()) {
+				case listNow:
+					current = false
+				case listLater:
+					if later == nil {
+						later = t.a.s.Clock.After(sweepAfterTakeover)
+					}
+				}
 			}
 		}
 		stop()
 		watching.Wait()
 	}
+}
+
+// listing is what a poke of the sweep asks of its watches.
+type listing int
+
+const (
+	// listedAlready: the watches select for the current round.
+	listedAlready listing = iota
+	// listNow: the round's selector is another, or a doubt about unseen
+	// members ended (the objects it left unplaced are placed now).
+	listNow
+	// listLater: the round's selector is the same (a retirement); the
+	// watches go on, and list again sweepAfterTakeover later.
+	listLater
+)
+
+// nextListing tells what the current round asks of the sweep's watches,
+// which select with selector for the given round.
+func (t *term) nextListing(round int, selector string) listing {
+	t.mu.Lock()
+	current, relist := t.round, t.relist
+	members := slices.Concat(t.epoch.Members, t.epoch.RetiredNames())
+	t.mu.Unlock()
+	if current == round {
+		return listedAlready
+	}
+	if relist {
+		return listNow
+	}
+	if next, err := t.a.keys.Unowned(members); err != nil || next.String() != selector {
+		return listNow
+	}
+	return listLater
 }
 
 // newTerm makes a term's clients and queue.
@@ -287,6 +372,9 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	if !changed && same && !t.unpublished {
 		t.mu.Unlock()
 		return len(pending) > 0 || unsure
+	}
+	if doubting != t.doubting {
+		t.relist = true
 	}
 	t.members, t.stopping, t.doubting = live, stopping, doubting
 	if changed {
