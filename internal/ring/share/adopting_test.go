@@ -48,9 +48,15 @@ func TestRingShareAdoptsFromTheStandbyCaches(t *testing.T) {
 		}
 	}
 
-	// m-r dies.
+	// m-r dies. The standby cache holds its buckets that this member
+	// adopts; the selection of the rest of its objects waits a little.
 	r.epoch.set(sharding.Epoch{Serial: 2, Members: three, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1}, Retired: map[string]int64{"m-r": 2}})
 	second, _ := r.Adopting()
+	if sels, ok := second["m-r"]; !ok || len(sels) != 0 {
+		t.Fatalf("at m-r's death, its selections = %v (adopted: %t), want none yet, and adopted", sels, ok)
+	}
+	fc.Step(remainderAfterTakeover)
+	second, _ = r.Adopting()
 	sels := second["m-r"]
 	if len(sels) != 1 || len(second[ownership.Standby]) != 1 || second[ownership.Standby][0].String() != standby.String() {
 		t.Fatalf("after a death, Adopting() = %v, want one selection of m-r's and the standby one kept alone", second)
@@ -83,6 +89,11 @@ func TestRingShareAdoptsFromTheStandbyCaches(t *testing.T) {
 	// m-c, an adopter, dies: the buckets it gives this member are held.
 	r.epoch.set(sharding.Epoch{Serial: 3, Members: two, Joined: map[string]int64{me: 1, "m-b": 1}, Retired: map[string]int64{"m-r": 2, "m-c": 3}})
 	fourth, _ := r.Adopting()
+	if sels, ok := fourth["m-c"]; !ok || len(sels) != 0 {
+		t.Fatalf("at m-c's death, its selections = %v (adopted: %t), want none yet, and adopted", sels, ok)
+	}
+	fc.Step(remainderAfterTakeover)
+	fourth, _ = r.Adopting()
 	if sels := fourth["m-r"]; len(sels) != 1 || sels[0].String() != third["m-r"][0].String() {
 		t.Errorf("after an adopter's death, m-r's selections = %v, want the first kept alone", sels)
 	}
@@ -112,13 +123,16 @@ func TestRingShareAdoptsFromTheStandbyCaches(t *testing.T) {
 // this member, which no running standby cache holds, get a selection of
 // their own beside the retired member's first, which stays as it was.
 func TestRingShareAdoptingListsWhatNoStandbyHolds(t *testing.T) {
-	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	fc := clocktesting.NewFakeClock(shareT0)
+	r := joinedShare(t, fc)
 	me := r.member.Name()
 	four := []string{me, "m-b", "m-c", "m-r"}
 	three := []string{me, "m-b", "m-c"}
 	r.epoch.set(sharding.Epoch{Serial: 1, Members: four, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1, "m-r": 1}})
 	r.Adopting()
 	r.epoch.set(sharding.Epoch{Serial: 2, Members: three, Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1}, Retired: map[string]int64{"m-r": 2}})
+	r.Adopting()
+	fc.Step(remainderAfterTakeover) // within the standby pause
 	first, _ := r.Adopting()
 	unheld := ""
 	for _, b := range sharding.AllBuckets() {
@@ -141,6 +155,45 @@ func TestRingShareAdoptingListsWhatNoStandbyHolds(t *testing.T) {
 	}
 	if !sels[1].Matches(labels.Set{mainKeys.Owner: "m-r", mainKeys.Bucket: unheld}) || sels[1].Matches(labels.Set{mainKeys.Owner: "m-r"}) {
 		t.Errorf("the second selection %s does not select the gained bucket %s", sels[1], unheld)
+	}
+}
+
+// The first selection of a retirement whose own buckets the standby
+// caches hold (what is left: its objects without a bucket label, and
+// those it was handing over) comes remainderAfterTakeover after the
+// retirement, so that its watch's pass over every object does not take
+// the API server from the start of the objects that those caches hold.
+// A member that held none of them when the retirement came (it had just
+// started) selects them at once.
+func TestRingShareDefersTheRemainderOfAHeldRetirement(t *testing.T) {
+	four := func(me string) []string { return []string{me, "m-b", "m-c", "m-r"} }
+	three := func(me string) []string { return []string{me, "m-b", "m-c"} }
+	death := func(me string) sharding.Epoch {
+		return sharding.Epoch{Serial: 2, Members: three(me), Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1}, Retired: map[string]int64{"m-r": 2}}
+	}
+
+	fc := clocktesting.NewFakeClock(shareT0)
+	standing := joinedShare(t, fc)
+	me := standing.member.Name()
+	standing.epoch.set(sharding.Epoch{Serial: 1, Members: four(me), Joined: map[string]int64{me: 1, "m-b": 1, "m-c": 1, "m-r": 1}})
+	standing.Adopting()
+	standing.epoch.set(death(me))
+	for _, step := range []time.Duration{0, remainderAfterTakeover / 2, remainderAfterTakeover/2 - time.Millisecond} {
+		fc.Step(step)
+		if got, _ := standing.Adopting(); len(got["m-r"]) != 0 {
+			t.Fatalf("%s after the death, the retired member's selections = %v, want none yet", fc.Since(shareT0), got["m-r"])
+		}
+	}
+	fc.Step(time.Millisecond)
+	got, _ := standing.Adopting()
+	if sels := got["m-r"]; len(sels) != 1 || !sels[0].Matches(labels.Set{mainKeys.Owner: "m-r"}) {
+		t.Fatalf("%s after the death, the retired member's selections = %v, want its remainder, with its objects without a bucket label", fc.Since(shareT0), sels)
+	}
+
+	fresh := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	fresh.epoch.set(death(fresh.member.Name()))
+	if got, _ := fresh.Adopting(); len(got["m-r"]) != 1 {
+		t.Errorf("a member with no standby cache: the retired member's selections at its death = %v, want one at once", got["m-r"])
 	}
 }
 
