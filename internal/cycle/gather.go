@@ -1,6 +1,7 @@
 package cycle
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -47,7 +48,7 @@ func (r *Reconciler) gather(o Object, now time.Time) facts {
 	deleting := o.Obj.GetDeletionTimestamp() != nil
 	oldEssence, err := r.lastHandled(o, deleting)
 	return facts{
-		Claim:           r.own.Claim(o.Obj, now),
+		Claim:           r.claim(o, now),
 		CacheWait:       r.consistencyWait(o, now),
 		Unwritten:       o.Mem.Unwritten != nil,
 		Deleting:        deleting,
@@ -60,6 +61,25 @@ func (r *Reconciler) gather(o Object, now time.Time) facts {
 		Diff:            diff.Compute(asAny(oldEssence), newEssence),
 		Initial:         o.Mem.NoticedByListing && !o.Mem.FullyHandledOnce,
 	}
+}
+
+// claim is what this replica may do with the object: the ownership's
+// answer, unless this process handed the object over at a newer version
+// than the one read. A cache whose watch lags (a stalled stream) may show
+// such a version after the handover, with this member's owner label
+// still on it: the ownership would take it for this member's, and its
+// handlers would run beside the next owner's (an object being deleted
+// meanwhile, whose owner completes the deletion, as one chaos run
+// showed). The cycle stands by until the cache shows the handover.
+func (r *Reconciler) claim(o Object, now time.Time) ownership.Claim {
+	if at := o.Mem.HandedOverAt; at != "" {
+		if !versionReached(o.Obj.GetResourceVersion(), at) {
+			return ownership.Claim{Kind: ownership.StandBy,
+				Why: fmt.Sprintf("this replica handed it over at version %s, and the cache shows the older version %s", at, o.Obj.GetResourceVersion())}
+		}
+		o.Mem.HandedOverAt = ""
+	}
+	return r.own.Claim(o.Obj, now)
 }
 
 // lastHandled reads the last handled essence: the stored one, or the one

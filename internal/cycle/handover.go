@@ -63,6 +63,9 @@ func (r *Reconciler) handOver(ctx context.Context, o Object, t triaged) (reconci
 	}
 	if err != nil {
 		r.handed.Delete(o.Obj.GetUID())
+	} else {
+		// The write filled the object in: its version is the handover's.
+		o.Mem.HandedOverAt = o.Obj.GetResourceVersion()
 	}
 	if gone, ok := write.AsGone(err); ok {
 		r.forgetGone(o, gone)

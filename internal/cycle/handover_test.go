@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kopf-go/kopf/internal/ownership"
 	"github.com/kopf-go/kopf/internal/registry"
 	"github.com/kopf-go/kopf/internal/write/writetest"
 )
@@ -104,5 +106,80 @@ func (fencedHandingTo) Fence() func(metav1.Object) error {
 			return errors.New("owned by " + o)
 		}
 		return nil
+	}
+}
+
+// strayUntilHandedOver is a ring member's ownership as a fake: an object
+// labelled stage=stray is handed over to m-b, one whose owner label names
+// m-b is another member's, and any other is this member's to work on (as
+// an object of its own being deleted is: its owner completes the
+// deletion).
+type strayUntilHandedOver struct{ handingTo }
+
+func (s strayUntilHandedOver) Claim(obj client.Object, _ time.Time) ownership.Claim {
+	switch {
+	case obj.GetLabels()["owner"] == "m-b":
+		return ownership.Claim{Kind: ownership.StandBy, Why: "the owner label names another member"}
+	case obj.GetLabels()["stage"] == "stray":
+		return ownership.Claim{Kind: ownership.HandOver, Next: "m-b"}
+	}
+	return ownership.Claim{}
+}
+
+// A member whose cache lags hands an object over with its live version;
+// its cache may then show a version from between the one it read and the
+// handover, with its own labels still on it. No cycle works on such a
+// version (the handlers would run beside the next owner's, as they did
+// on an object deleted meanwhile in a chaos run): it stands by until the
+// cache shows the handover, and then forgets it.
+func TestNoCycleWorksOnAVersionFromBeforeItsHandover(t *testing.T) {
+	var settled []bool
+	rig := newCycleRig(t, writetest.Object("a", writetest.Handled("a")), counted(),
+		WithOwnership(strayUntilHandedOver{handingTo{next: "m-b", settled: &settled}}))
+	ctx := context.Background()
+	if err := rig.C.Patch(ctx, rig.read(t), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"stage":"stray"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	read := rig.read(t) // what the lagging cache shows: to be handed over
+	if err := rig.C.Patch(ctx, read.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"field":"b"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	between := rig.read(t) // changed since: the handover's first write conflicts
+	rig.r.reader = &staleReader{obj: read}
+	if result, err := rig.reconcile(t); err != nil || result.RequeueAfter != 0 {
+		t.Fatalf("Reconcile() of a stale object = %v, %v; want the handover done", result, err)
+	}
+	handedOver := rig.read(t)
+	if handedOver.GetLabels()["owner"] != "m-b" || len(settled) != 1 || !settled[0] {
+		t.Fatalf("owner label %q, settled %v; want the object handed over to m-b", handedOver.GetLabels()["owner"], settled)
+	}
+	if at := rig.memory().HandedOverAt; at != handedOver.GetResourceVersion() {
+		t.Errorf("the handover is remembered at version %q, want %q", at, handedOver.GetResourceVersion())
+	}
+
+	// The cache shows the version from between, with this member's labels
+	// and without the request to hand it over: taken alone, it is this
+	// member's, and its change would be handled.
+	stale := between.DeepCopy()
+	labels := stale.GetLabels()
+	delete(labels, "stage")
+	stale.SetLabels(labels)
+	rig.r.reader = &staleReader{obj: stale}
+	if result, err := rig.reconcile(t); err != nil || result.RequeueAfter != 0 {
+		t.Fatalf("Reconcile() of a version from before the handover = %v, %v; want it stood by", result, err)
+	}
+	if len(rig.handlers.Calls) != 0 {
+		t.Errorf("handlers ran on a version from before the handover: %v", rig.handlers.Calls)
+	}
+	if rig.memory().HandedOverAt == "" {
+		t.Error("the handover was forgotten before the cache showed it")
+	}
+
+	rig.r.reader = &staleReader{obj: handedOver}
+	if _, err := rig.reconcile(t); err != nil {
+		t.Fatal(err)
+	}
+	if at := rig.memory().HandedOverAt; at != "" || len(rig.handlers.Calls) != 0 {
+		t.Errorf("with the handover in the cache: remembered at %q, handlers %v; want it forgotten and nothing run", at, rig.handlers.Calls)
 	}
 }

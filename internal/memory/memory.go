@@ -38,6 +38,11 @@ type Object struct {
 	// until the cache has it, change handlers wait (up to a deadline).
 	ExpectedVersion     string
 	ConsistencyDeadline time.Time
+	// HandedOverAt is the resourceVersion of this process's handover of
+	// the object to another ring member: a version older than it, which a
+	// lagging cache may still show with this member's labels, is never
+	// worked on.
+	HandedOverAt string
 	// DaemonWrote is the resourceVersion of the latest write of the
 	// object's daemons and timers, which write from their own goroutines;
 	// the next cycle takes it as its expected version.
