@@ -1,8 +1,9 @@
 package cycle
 
 import (
-	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // consistencyWait returns how long to wait for the cache to catch up with
@@ -32,33 +33,13 @@ func (r *Reconciler) consistencyWait(o Object, now time.Time) time.Duration {
 
 // versionReached reports whether the cached object's resourceVersion is at
 // least the expected one. Versions from one API server compare as decimal
-// integers (Kubernetes 1.35+ guarantees it); anything else is only ever
-// "reached" by equality, and the consistency timeout covers the rest.
+// integers (Kubernetes 1.35+ guarantees it; apimachinery's
+// resourceversion compares them); anything else is only ever "reached" by
+// equality, and the consistency timeout covers the rest.
 func versionReached(cached, expected string) bool {
-	if cached == expected {
-		return true
+	cmp, err := resourceversion.CompareResourceVersion(cached, expected)
+	if err != nil {
+		return cached == expected
 	}
-	c, okc := decimal(cached)
-	e, oke := decimal(expected)
-	if !okc || !oke {
-		return false
-	}
-	if len(c) != len(e) {
-		return len(c) > len(e)
-	}
-	return c >= e
-}
-
-// decimal validates a resourceVersion as a decimal without leading zeros
-// and returns it as a string, so that versions of any length compare.
-func decimal(rv string) (string, bool) {
-	if rv == "" || strings.HasPrefix(rv, "0") {
-		return "", false
-	}
-	for _, r := range rv {
-		if r < '0' || r > '9' {
-			return "", false
-		}
-	}
-	return rv, true
+	return cmp >= 0
 }

@@ -174,10 +174,9 @@ func (t *term) sweep(ctx context.Context) {
 		}
 		wctx, stop := context.WithCancel(ctx)
 		var watching sync.WaitGroup
-		listing := round // the round these watches' first listings count for
 		for _, src := range sources {
 			r := src.reflector(selector.String(), t.offer, func(keys []key) {
-				if s, ok := t.tally.list(listing, src.id, keys); ok {
+				if s, ok := t.tally.list(round, src.id, keys); ok {
 					t.report(s)
 				}
 			})
