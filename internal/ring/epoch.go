@@ -33,6 +33,12 @@ const (
 	SerialAnnotation  = keys.ShardPrefix + "/epoch"
 	JoinedAnnotation  = keys.ShardPrefix + "/joined"
 	RetiredAnnotation = keys.ShardPrefix + "/retired"
+	// StoppedAnnotation records, as "name=serial", the members whose stop
+	// the epoch records; HeldAnnotation, as "name:retired:serial=buckets",
+	// the buckets of each retirement that each of them holds
+	// (sharding.Epoch's Stopped and Held).
+	StoppedAnnotation = keys.ShardPrefix + "/stopped"
+	HeldAnnotation    = keys.ShardPrefix + "/held"
 )
 
 // epochAPI is what publishing the ring's members needs of its namespace's
@@ -112,7 +118,48 @@ func epochAnnotations(e sharding.Epoch) map[string]string {
 		// Versions that do not read it hash over all the members:
 		// safe, and only slower for what they place on a stopping one.
 		StoppingAnnotation: strings.Join(e.Stopping, ","),
+		StoppedAnnotation:  serials(e.Stopped),
+		HeldAnnotation:     heldBuckets(e.Held),
 	}
+}
+
+// heldBuckets writes what stopped members hold, sorted.
+func heldBuckets(held map[string]map[sharding.Retirement]sharding.BucketSet) string {
+	var parts []string
+	for m, byRetirement := range held {
+		for r, buckets := range byRetirement {
+			parts = append(parts, fmt.Sprintf("%s:%s:%d=%s", m, r.Member, r.At, buckets.String()))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// parseHeld reads what heldBuckets wrote; an entry that is not one is
+// left out (an annotation edited by hand: its member then holds nothing
+// of that retirement, and only a hand edit of the epoch can do that).
+func parseHeld(s string) map[string]map[sharding.Retirement]sharding.BucketSet {
+	out := map[string]map[sharding.Retirement]sharding.BucketSet{}
+	for part := range strings.SplitSeq(s, ",") {
+		key, value, ok := strings.Cut(strings.TrimSpace(part), "=")
+		fields := strings.Split(key, ":")
+		if !ok || len(fields) != 3 || fields[0] == "" || fields[1] == "" {
+			continue
+		}
+		at, err := strconv.ParseInt(fields[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		buckets, err := sharding.ParseBucketSet(value)
+		if err != nil {
+			continue
+		}
+		if out[fields[0]] == nil {
+			out[fields[0]] = map[sharding.Retirement]sharding.BucketSet{}
+		}
+		out[fields[0]][sharding.Retirement{Member: fields[1], At: at}] = buckets
+	}
+	return out
 }
 
 // annotationsHold reports whether have holds every annotation of want.
@@ -162,9 +209,25 @@ func Published(lease *coordinationv1.Lease) sharding.Epoch {
 		}
 	}
 	serial, _ := strconv.ParseInt(lease.Annotations[SerialAnnotation], 10, 64)
-	return sharding.Epoch{Serial: serial, Members: members, Stopping: stopping,
+	e := sharding.Epoch{Serial: serial, Members: members, Stopping: stopping,
 		Joined: parseSerials(lease.Annotations[JoinedAnnotation]), Retired: parseSerials(lease.Annotations[RetiredAnnotation]),
 		Version: lease.ResourceVersion}
+	// Records of members that are gone (left by an assigner of a version
+	// before them) say nothing.
+	held := parseHeld(lease.Annotations[HeldAnnotation])
+	for m, at := range parseSerials(lease.Annotations[StoppedAnnotation]) {
+		if !slices.Contains(members, m) {
+			continue
+		}
+		if e.Stopped == nil {
+			e.Stopped, e.Held = map[string]int64{}, map[string]map[sharding.Retirement]sharding.BucketSet{}
+		}
+		e.Stopped[m] = at
+		if len(held[m]) > 0 {
+			e.Held[m] = held[m]
+		}
+	}
+	return e
 }
 
 // parseNames reads names joined by commas, sorted and each once; none

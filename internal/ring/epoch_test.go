@@ -90,6 +90,48 @@ func TestPublishedEpoch(t *testing.T) {
 	}
 }
 
+// A recorded stop comes back as published: when it was recorded, and the
+// buckets of each retirement that its member holds. Records of members
+// that are gone (left by an assigner of a version before them) and
+// entries edited by hand into something else are left out.
+func TestPublishedStops(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	leases := cs.CoordinationV1().Leases("ops")
+	var some, others sharding.BucketSet
+	some.Add("0")
+	some.Add("1023")
+	others.Add("512")
+	want := sharding.Epoch{Serial: 9, Members: []string{"m1", "m3"}, Stopping: []string{"m3"},
+		Joined: map[string]int64{"m1": 1, "m3": 1}, Retired: map[string]int64{"m2": 6, "m0": 3},
+		Stopped: map[string]int64{"m3": 8},
+		Held:    map[string]map[sharding.Retirement]sharding.BucketSet{"m3": {{Member: "m2", At: 6}: some, {Member: "m0", At: 3}: others}}}
+	if err := publish(ctx, leases, "main", identity, want); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lease.Annotations[StoppedAnnotation]; got != "m3=8" {
+		t.Errorf("the stops are written %q, want m3=8", got)
+	}
+	if diff := cmp.Diff(want, Published(lease)); diff != "" {
+		t.Errorf("Published() -want +got:\n%s", diff)
+	}
+
+	lease.Annotations[StoppedAnnotation] = "m3=8,m7=2"
+	lease.Annotations[HeldAnnotation] += ",m3:m2=" + some.String() + ",m3:m4:x=" + some.String() + ",m3:m4:5=short,m7:m2:6=" + some.String()
+	if diff := cmp.Diff(want, Published(lease)); diff != "" {
+		t.Errorf("stops edited by hand -want +got:\n%s", diff)
+	}
+	// An epoch of a version before the record has none.
+	delete(lease.Annotations, StoppedAnnotation)
+	if got := Published(lease); got.Stopped != nil || got.Held != nil {
+		t.Errorf("an epoch without stops: %v %v", got.Stopped, got.Held)
+	}
+}
+
 // A list edited by hand is read as the set it names.
 func TestPublishedTolerates(t *testing.T) {
 	cs := fake.NewClientset()

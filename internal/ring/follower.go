@@ -39,6 +39,9 @@ type follower struct {
 	// stopping are the members whose Leases say their graceful stop has
 	// begun: nothing new is placed on them.
 	stopping map[string]bool
+	// stopsHold are the members whose Leases say they follow the rule
+	// that a stopped member adopts only what it held (RuleStopsHold).
+	stopsHold map[string]bool
 }
 
 // release is a released Lease's version and when the release was seen.
@@ -62,7 +65,7 @@ func (a *Assigner) newFollower() (*follower, error) {
 			return leases.Watch(ctx, opts)
 		},
 	}
-	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]release{}, stopping: map[string]bool{},
+	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]release{}, stopping: map[string]bool{}, stopsHold: map[string]bool{},
 		informer: toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})}
 	if _, err := f.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    f.seen,
@@ -151,6 +154,7 @@ func (f *follower) seen(obj any) {
 	} else {
 		delete(f.stopping, member)
 	}
+	f.stopsHold[member] = Follows(lease, RuleStopsHold)
 	f.mu.Unlock()
 	if Released(lease) {
 		f.live.Forget(member)
@@ -178,6 +182,21 @@ func (f *follower) stoppingAmong(live []string) []string {
 	return out
 }
 
+// unawareAmong are the members of live whose Leases do not say that they
+// follow the rule that a stopped member adopts only what it held, or
+// that were never seen.
+func (f *follower) unawareAmong(live []string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, m := range live {
+		if !f.stopsHold[m] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // gone records a Lease that was deleted. Only a released one is a member
 // that left: a Lease deleted by anyone else (by hand, by a namespace's
 // clean-up) leaves a member that may still be working until it notices at
@@ -198,6 +217,7 @@ func (f *follower) gone(obj any) {
 	f.mu.Lock()
 	delete(f.released, member)
 	delete(f.stopping, member)
+	delete(f.stopsHold, member)
 	f.mu.Unlock()
 	if Released(lease) {
 		f.live.Forget(member)

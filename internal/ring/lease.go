@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,7 +36,19 @@ const (
 	// (docs/sharding.md, "Leaving"). On the epoch Lease, the same key
 	// lists the stopping members.
 	StoppingAnnotation = keys.ShardPrefix + "/stopping"
+	// RulesAnnotation names the rules of the ring that the member's
+	// version follows beyond those of the first epoch, joined by commas:
+	// the assigner uses a rule only once every member follows it.
+	RulesAnnotation = keys.ShardPrefix + "/rules"
+	// RuleStopsHold is the rule that a member whose stop the epoch records
+	// adopts only what it held (sharding.Epoch's Stopped and Held).
+	RuleStopsHold = "stops-hold"
 )
+
+// Follows reports whether a Lease's member follows the rule.
+func Follows(lease *coordinationv1.Lease, rule string) bool {
+	return slices.Contains(parseNames(lease.Annotations[RulesAnnotation]), rule)
+}
 
 // Released reports whether a Lease is one its member released.
 func Released(lease *coordinationv1.Lease) bool { return lease.Annotations[ReleasedAnnotation] != "" }
@@ -130,6 +143,7 @@ func (m *Member) claimed(lease *coordinationv1.Lease, now metav1.MicroTime) *coo
 	lease.Annotations[IncarnationAnnotation] = m.incarnation
 	delete(lease.Annotations, ReleasedAnnotation)
 	delete(lease.Annotations, StoppingAnnotation) // an earlier run's stop
+	lease.Annotations[RulesAnnotation] = RuleStopsHold
 	lease.Spec.HolderIdentity = ptr.To(m.s.Identity)
 	lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(m.s.LeaseDuration))
 	lease.Spec.RenewTime = &now

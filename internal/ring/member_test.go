@@ -162,6 +162,8 @@ func TestMemberHoldsItsLease(t *testing.T) {
 	// every renewal after keeps the mark, with the time it began.
 	if lease, _ := leaseOf(t, c, m); Stopping(lease) {
 		t.Fatalf("the Lease is marked as stopping before the stop: %v", lease.Annotations)
+	} else if lease.Annotations["shard.kopf.dev/rules"] != "stops-hold" { // wire names
+		t.Errorf("the Lease says the member follows the rules %q, want stops-hold", lease.Annotations["shard.kopf.dev/rules"])
 	}
 	armed(t, fc)
 	fc.Step(time.Second)

@@ -366,7 +366,8 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	held, unsure := t.held(ctx, live, now)
 	stopping := t.f.stoppingAmong(live)
 	t.mu.Lock()
-	next, same := t.epoch.Next(slices.Concat(live, held), stopping, t.gone)
+	unaware := t.f.unawareAmong(slices.Concat(live, held))
+	next, same := t.epoch.Next(slices.Concat(live, held), stopping, t.gone, unaware)
 	changed := t.round == 0 || !slices.Equal(live, t.members) || !slices.Equal(stopping, t.stopping) || doubting != t.doubting
 	if !changed && same && !t.unpublished {
 		t.mu.Unlock()

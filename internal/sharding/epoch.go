@@ -21,6 +21,16 @@ import (
 // begun: they keep what they hold until they are gone, but nothing new
 // is placed on them nor handed over to them (Placing).
 //
+// Stopped is, for each member whose graceful stop the epoch records, the
+// serial of the first epoch that showed it stopping; Held is, for each of
+// them, the buckets of each retired member's objects that it adopted
+// just before, by the retired member and the serial of its retirement. A
+// stopped member adopts those and nothing else: what it may still be
+// working on stays with it, and no death gives it anything new, since its
+// workers have stopped (docs/sharding.md, "Leaving"). The record stays
+// while the member does, even if its replica restarts under its Lease and
+// stops stopping, for as long as dropping it would move a bucket.
+//
 // Version is the resourceVersion of the Lease the epoch was read from (""
 // if it was not read from one): the API server's order of writes, in
 // which the objects' versions compare with it. It is no part of the
@@ -31,7 +41,17 @@ type Epoch struct {
 	Joined   map[string]int64
 	Retired  map[string]int64
 	Stopping []string
+	Stopped  map[string]int64
+	Held     map[string]map[Retirement]BucketSet
 	Version  string
+}
+
+// Retirement names a retired member and the serial of its retirement: a
+// member retired again (when none of its adopters was left) is another
+// retirement, with other adopters.
+type Retirement struct {
+	Member string
+	At     int64
 }
 
 // Placing are the members that new objects are placed on and objects are
@@ -81,21 +101,58 @@ func (e Epoch) Adopters(retired string) []string {
 // have one adopter, each adopter watches only its buckets, and a bucket
 // moves only if its adopter dies; among adopters that are the live
 // members, the adopter is the object's owner.
+//
+// A member whose stop the epoch records adopts only the buckets it held
+// (Held); the others go to the adopters that do not stop, or, if every
+// one of them does, to the adopters as if none did.
 func (e Epoch) Adopter(key, retired string) string {
-	return Owner(key, e.Adopters(retired))
+	at, ok := e.Retired[retired]
+	if !ok {
+		return ""
+	}
+	var adopters, going []string
+	for _, m := range e.Members {
+		if e.Joined[m] > at {
+			continue
+		}
+		if held, stopped := e.Held[m][Retirement{retired, at}]; stopped && held.Has(key) {
+			return m
+		}
+		adopters = append(adopters, m)
+		if _, stopped := e.Stopped[m]; !stopped {
+			going = append(going, m)
+		}
+	}
+	if len(going) > 0 {
+		return Owner(key, going)
+	}
+	return Owner(key, adopters)
+}
+
+// Adopts reports whether the member adopts any bucket of the retired
+// member's objects.
+func (e Epoch) Adopts(retired, member string) bool {
+	if !slices.Contains(e.Adopters(retired), member) {
+		return false
+	}
+	for _, b := range AllBuckets() {
+		if e.Adopter(b, retired) == member {
+			return true
+		}
+	}
+	return false
 }
 
 // AdoptedElsewhere are the buckets of the retired member's objects that
 // other adopters than the member adopt, sorted by number; none if the
-// member is its only adopter, or no adopter at all.
+// member adopts them all, or none (Adopts).
 func (e Epoch) AdoptedElsewhere(retired, member string) []string {
-	adopters := e.Adopters(retired)
-	if !slices.Contains(adopters, member) {
+	if !e.Adopts(retired, member) {
 		return nil
 	}
 	var out []string
 	for _, b := range AllBuckets() {
-		if Owner(b, adopters) != member {
+		if e.Adopter(b, retired) != member {
 			out = append(out, b)
 		}
 	}
@@ -107,18 +164,36 @@ func (e Epoch) AdoptedElsewhere(retired, member string) []string {
 // among the epoch's members (the owner's adopters would be the others).
 // The member watches them before any death, so that a takeover lists
 // nothing (docs/sharding.md, "Standing by"). None if it is no member, or
-// the only one.
+// the only one, or its stop is recorded (it adopts from no later death):
+// the owner of a bucket whose owner among the members is stopped is the
+// first of those that do not stop.
 func (e Epoch) Standby(member string) []string {
-	if len(e.Members) < 2 || !slices.Contains(e.Members, member) {
+	going := e.going()
+	if len(e.Members) < 2 || !slices.Contains(going, member) {
 		return nil
 	}
 	var out []string
 	for _, b := range AllBuckets() {
-		if Second(b, e.Members) == member {
+		next := Second(b, going)
+		if _, stopped := e.Stopped[Owner(b, e.Members)]; stopped {
+			next = Owner(b, going)
+		}
+		if next == member {
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// going are the members whose stop the epoch does not record.
+func (e Epoch) going() []string {
+	if len(e.Stopped) == 0 {
+		return e.Members
+	}
+	return slices.DeleteFunc(slices.Clone(e.Members), func(m string) bool {
+		_, stopped := e.Stopped[m]
+		return stopped
+	})
 }
 
 // Orphaned reports whether the retired member's adopters all joined at
@@ -164,7 +239,12 @@ func (e Epoch) RetiredNames() []string {
 // deleted); its adopters work on its objects. The members among stopping
 // are the next epoch's Stopping. Its serial is the next one if anything
 // changed; unchanged is true if nothing did.
-func (e Epoch) Next(live, stopping, gone []string) (next Epoch, unchanged bool) {
+//
+// A stopping member's stop is recorded (Stopped, Held) only if no member
+// is among unaware: those whose version adopts by the rule before the
+// record, which would disagree with the others about a bucket that a
+// death gives a stopped member. A recorded stop stays.
+func (e Epoch) Next(live, stopping, gone, unaware []string) (next Epoch, unchanged bool) {
 	serial := e.Serial + 1
 	live = slices.DeleteFunc(slices.Clone(live), e.IsRetired)
 	next = Epoch{Serial: serial, Members: slices.Sorted(slices.Values(live)),
@@ -197,14 +277,98 @@ func (e Epoch) Next(live, stopping, gone []string) (next Epoch, unchanged bool) 
 			next.Retired[r] = serial
 		}
 	}
+	next.recordStops(e, unaware)
 	if next.Same(e) {
 		return e, true
 	}
 	return next, false
 }
 
+// recordStops carries the recorded stops of the epoch before (prev) into
+// this one, the next, and records those that began: each stopped member
+// holds what prev gave it. A record whose member no longer stops is
+// dropped as soon as that moves no bucket.
+func (next *Epoch) recordStops(prev Epoch, unaware []string) {
+	record := !slices.ContainsFunc(next.Members, func(m string) bool { return slices.Contains(unaware, m) })
+	for _, m := range next.Members {
+		at, kept := prev.Stopped[m]
+		switch {
+		case kept && slices.Contains(prev.Members, m):
+			next.stopped(m, at)
+			for r, held := range prev.Held[m] {
+				if next.Retired[r.Member] == r.At {
+					next.held(m, r, held)
+				}
+			}
+		case record && slices.Contains(next.Stopping, m):
+			next.stopped(m, next.Serial)
+			for r, at := range next.Retired {
+				if at >= next.Serial {
+					continue
+				}
+				var held BucketSet
+				for _, b := range AllBuckets() {
+					if prev.Adopter(b, r) == m {
+						held.Add(b)
+					}
+				}
+				if !held.Empty() {
+					next.held(m, Retirement{r, at}, held)
+				}
+			}
+		}
+	}
+	for m := range next.Stopped {
+		if !slices.Contains(next.Stopping, m) && !next.movesWithout(m) {
+			delete(next.Stopped, m)
+			delete(next.Held, m)
+		}
+	}
+	if len(next.Stopped) == 0 {
+		next.Stopped, next.Held = nil, nil
+	}
+}
+
+// stopped records the member's stop at the serial.
+func (e *Epoch) stopped(member string, at int64) {
+	if e.Stopped == nil {
+		e.Stopped = map[string]int64{}
+	}
+	e.Stopped[member] = at
+}
+
+// held records the buckets of a retirement that a stopped member holds.
+func (e *Epoch) held(member string, r Retirement, buckets BucketSet) {
+	if e.Held == nil {
+		e.Held = map[string]map[Retirement]BucketSet{}
+	}
+	if e.Held[member] == nil {
+		e.Held[member] = map[Retirement]BucketSet{}
+	}
+	e.Held[member][r] = buckets
+}
+
+// movesWithout reports whether dropping the member's recorded stop would
+// give any bucket of a retired member's objects another adopter.
+func (e Epoch) movesWithout(member string) bool {
+	without := e
+	without.Stopped = maps.Clone(e.Stopped)
+	without.Held = maps.Clone(e.Held)
+	delete(without.Stopped, member)
+	delete(without.Held, member)
+	for r := range e.Retired {
+		for _, b := range AllBuckets() {
+			if e.Adopter(b, r) != without.Adopter(b, r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Same reports whether two epochs say the same, whatever their serials.
 func (e Epoch) Same(other Epoch) bool {
 	return slices.Equal(e.Members, other.Members) && maps.Equal(e.Joined, other.Joined) &&
-		maps.Equal(e.Retired, other.Retired) && slices.Equal(e.Stopping, other.Stopping)
+		maps.Equal(e.Retired, other.Retired) && slices.Equal(e.Stopping, other.Stopping) &&
+		maps.Equal(e.Stopped, other.Stopped) && maps.EqualFunc(e.Held, other.Held, maps.Equal)
 }

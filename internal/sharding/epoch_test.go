@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"fmt"
+	"math/rand"
 	"slices"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 
 func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.T) {
 	e0 := Epoch{}
-	e1, unchanged := e0.Next([]string{"b", "a", "c"}, nil, nil)
+	e1, unchanged := e0.Next([]string{"b", "a", "c"}, nil, nil, nil)
 	if unchanged {
 		t.Fatal("the first members changed nothing")
 	}
@@ -18,12 +19,12 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 		Joined: map[string]int64{"a": 1, "b": 1, "c": 1}, Retired: map[string]int64{}}, e1); diff != "" {
 		t.Fatalf("the first epoch -want +got:\n%s", diff)
 	}
-	if again, unchanged := e1.Next([]string{"a", "b", "c"}, nil, nil); !unchanged || again.Serial != 1 {
+	if again, unchanged := e1.Next([]string{"a", "b", "c"}, nil, nil, nil); !unchanged || again.Serial != 1 {
 		t.Errorf("the same members made a new epoch: %+v", again)
 	}
 
 	// c dies: its objects are adopted by a and b.
-	e2, _ := e1.Next([]string{"a", "b"}, nil, nil)
+	e2, _ := e1.Next([]string{"a", "b"}, nil, nil, nil)
 	if diff := cmp.Diff(map[string]int64{"c": 2}, e2.Retired); diff != "" {
 		t.Errorf("retired -want +got:\n%s", diff)
 	}
@@ -32,7 +33,7 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// d joins: it adopts nothing of c's, and a and b keep theirs.
-	e3, _ := e2.Next([]string{"a", "b", "d"}, nil, nil)
+	e3, _ := e2.Next([]string{"a", "b", "d"}, nil, nil, nil)
 	if diff := cmp.Diff([]string{"a", "b"}, e3.Adopters("c")); diff != "" {
 		t.Errorf("adopters of c after a join -want +got:\n%s", diff)
 	}
@@ -44,7 +45,7 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// a dies: c's objects adopted by a go to b only; a is retired too.
-	e4, _ := e3.Next([]string{"b", "d"}, nil, nil)
+	e4, _ := e3.Next([]string{"b", "d"}, nil, nil, nil)
 	if diff := cmp.Diff([]string{"b"}, e4.Adopters("c")); diff != "" {
 		t.Errorf("adopters of c after a's death -want +got:\n%s", diff)
 	}
@@ -56,7 +57,7 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// b dies: no adopter of c's is left, so c is retired again among d.
-	e5, _ := e4.Next([]string{"d"}, nil, nil)
+	e5, _ := e4.Next([]string{"d"}, nil, nil, nil)
 	if diff := cmp.Diff([]string{"d"}, e5.Adopters("c")); diff != "" {
 		t.Errorf("adopters of c once all its adopters died -want +got:\n%s", diff)
 	}
@@ -65,14 +66,14 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 	}
 
 	// c's objects all carry other names now: c is dropped.
-	e6, _ := e5.Next([]string{"d"}, nil, []string{"c"})
+	e6, _ := e5.Next([]string{"d"}, nil, []string{"c"}, nil)
 	if e6.IsRetired("c") || !e6.IsRetired("a") || !e6.IsRetired("b") {
 		t.Errorf("retired after c is gone: %v", e6.Retired)
 	}
 
 	// A new assigner whose view of the Leases is stale counts a and b
 	// live again: they stay retired, with their adopters.
-	e7, unchanged := e6.Next([]string{"a", "b", "d"}, nil, nil)
+	e7, unchanged := e6.Next([]string{"a", "b", "d"}, nil, nil, nil)
 	if !unchanged || e7.Serial != e6.Serial {
 		t.Errorf("retired members counted live made a new epoch: %+v, was %+v", e7, e6)
 	}
@@ -82,8 +83,8 @@ func TestEpochNextRetiresTheDepartedAndAdoptsAmongThoseThatHadJoined(t *testing.
 }
 
 func TestEpochWithoutMembersAdoptsNothing(t *testing.T) {
-	e1, _ := Epoch{}.Next([]string{"a"}, nil, nil)
-	e2, _ := e1.Next(nil, nil, nil)
+	e1, _ := Epoch{}.Next([]string{"a"}, nil, nil, nil)
+	e2, _ := e1.Next(nil, nil, nil, nil)
 	if !e2.IsRetired("a") {
 		t.Fatalf("a is not retired: %v", e2.Retired)
 	}
@@ -99,8 +100,8 @@ func TestEpochWithoutMembersAdoptsNothing(t *testing.T) {
 // names for it, every bucket has one adopter, an object's adopter is its
 // bucket's, and a bucket moves only when its adopter dies.
 func TestEpochAdoptsByBucket(t *testing.T) {
-	e1, _ := Epoch{}.Next([]string{"a", "b", "c", "d"}, nil, nil)
-	e2, _ := e1.Next([]string{"a", "b", "c"}, nil, nil) // d retired among a, b, c
+	e1, _ := Epoch{}.Next([]string{"a", "b", "c", "d"}, nil, nil, nil)
+	e2, _ := e1.Next([]string{"a", "b", "c"}, nil, nil, nil) // d retired among a, b, c
 	owners := map[string]int{}
 	for _, m := range []string{"a", "b", "c"} {
 		elsewhere := e2.AdoptedElsewhere("d", m)
@@ -126,7 +127,7 @@ func TestEpochAdoptsByBucket(t *testing.T) {
 			t.Fatalf("bucket %s is adopted by %s, whose selector leaves it out", key, adopter)
 		}
 	}
-	e3, _ := e2.Next([]string{"a", "b"}, nil, nil) // c, an adopter, dies
+	e3, _ := e2.Next([]string{"a", "b"}, nil, nil, nil) // c, an adopter, dies
 	for _, b := range AllBuckets() {
 		if was := Owner(b, e2.Adopters("d")); was != "c" && Owner(b, e3.Adopters("d")) != was {
 			t.Errorf("bucket %s moved from %s, which lives", b, was)
@@ -135,8 +136,8 @@ func TestEpochAdoptsByBucket(t *testing.T) {
 	if got := e3.AdoptedElsewhere("d", "c"); got != nil {
 		t.Errorf("a member that adopts nothing any more is given buckets elsewhere: %v", got)
 	}
-	only, _ := Epoch{}.Next([]string{"a", "b"}, nil, nil)
-	only, _ = only.Next([]string{"a"}, nil, nil)
+	only, _ := Epoch{}.Next([]string{"a", "b"}, nil, nil, nil)
+	only, _ = only.Next([]string{"a"}, nil, nil, nil)
 	if got := only.AdoptedElsewhere("b", "a"); len(got) != 0 {
 		t.Errorf("the only adopter leaves buckets out: %v", got)
 	}
@@ -169,7 +170,7 @@ func TestBucket(t *testing.T) {
 // those it stood by for, and no bucket has two members standing by.
 func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 	members := []string{"a", "b", "c", "d"}
-	e, _ := Epoch{}.Next(members, nil, nil)
+	e, _ := Epoch{}.Next(members, nil, nil, nil)
 	standing := map[string]string{}
 	for _, m := range members {
 		buckets := e.Standby(m)
@@ -196,7 +197,7 @@ func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 				live = append(live, m)
 			}
 		}
-		next, _ := e.Next(live, nil, nil)
+		next, _ := e.Next(live, nil, nil, nil)
 		for _, b := range AllBuckets() {
 			if Owner(b, members) != dead {
 				continue
@@ -207,7 +208,7 @@ func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 			}
 		}
 	}
-	alone, _ := Epoch{}.Next([]string{"a"}, nil, nil)
+	alone, _ := Epoch{}.Next([]string{"a"}, nil, nil, nil)
 	if got := alone.Standby("a"); got != nil {
 		t.Errorf("the only member stands by for %d buckets", len(got))
 	}
@@ -220,20 +221,20 @@ func TestEpochStandsByForWhatADeathWouldGive(t *testing.T) {
 // ring had nobody live. A death among established members, and a second
 // retirement among them of a member whose adopters died, are not.
 func TestEpochOrphanedRetirements(t *testing.T) {
-	e1, _ := Epoch{}.Next([]string{"a", "b"}, nil, nil)
-	died, _ := e1.Next([]string{"a"}, nil, nil)
+	e1, _ := Epoch{}.Next([]string{"a", "b"}, nil, nil, nil)
+	died, _ := e1.Next([]string{"a"}, nil, nil, nil)
 	if died.Orphaned("b") {
 		t.Error("a death among established members is orphaned")
 	}
-	empty, _ := e1.Next([]string{"c"}, nil, nil) // a and b gone, c new
+	empty, _ := e1.Next([]string{"c"}, nil, nil, nil) // a and b gone, c new
 	for _, m := range []string{"a", "b"} {
 		if !empty.IsRetired(m) || !empty.Orphaned(m) {
 			t.Errorf("%s, retired when only a new member was live: retired %v, orphaned %v, want both", m, empty.IsRetired(m), empty.Orphaned(m))
 		}
 	}
-	e3, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil, nil)
-	e4, _ := e3.Next([]string{"a", "b"}, nil, nil) // c retired among a, b
-	e5, _ := e4.Next([]string{"a"}, nil, nil)      // b dies; c's objects stay with a, if they were b's
+	e3, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil, nil, nil)
+	e4, _ := e3.Next([]string{"a", "b"}, nil, nil, nil) // c retired among a, b
+	e5, _ := e4.Next([]string{"a"}, nil, nil, nil)      // b dies; c's objects stay with a, if they were b's
 	if e5.Orphaned("c") || e5.Orphaned("b") {
 		t.Error("a retirement among an established member is orphaned")
 	}
@@ -243,9 +244,9 @@ func TestEpochOrphanedRetirements(t *testing.T) {
 }
 
 func TestEpochStoppingMembersTakeNothingNewAndKeepWhatTheyHold(t *testing.T) {
-	e1, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil, nil)
-	e2, _ := e1.Next([]string{"a", "b"}, nil, nil) // c retired among a, b
-	stopping, unchanged := e2.Next([]string{"a", "b"}, []string{"b"}, nil)
+	e1, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil, nil, nil)
+	e2, _ := e1.Next([]string{"a", "b"}, nil, nil, nil) // c retired among a, b
+	stopping, unchanged := e2.Next([]string{"a", "b"}, []string{"b"}, nil, nil)
 	if unchanged || stopping.Serial != e2.Serial+1 {
 		t.Fatalf("a member that began to stop made no new epoch: %+v", stopping)
 	}
@@ -267,25 +268,172 @@ func TestEpochStoppingMembersTakeNothingNewAndKeepWhatTheyHold(t *testing.T) {
 	if !slices.Equal(stopping.Adopters("c"), e2.Adopters("c")) {
 		t.Errorf("adopters of c changed when b began to stop: %v, were %v", stopping.Adopters("c"), e2.Adopters("c"))
 	}
-	if slices.Equal(stopping.Standby("b"), nil) != slices.Equal(e2.Standby("b"), nil) {
-		t.Errorf("standing by changed when b began to stop")
+	// b adopts from no later death, so it stands by for nothing, and a
+	// stands by for b's buckets as well as its own.
+	if got := stopping.Standby("b"); got != nil {
+		t.Errorf("a stopped member stands by for %d buckets", len(got))
+	}
+	var bs []string
+	for _, bucket := range AllBuckets() {
+		if Owner(bucket, stopping.Members) == "b" {
+			bs = append(bs, bucket)
+		}
+	}
+	if got := stopping.Standby("a"); !slices.Equal(got, bs) {
+		t.Errorf("the one member that goes on stands by for %d buckets, want b's %d", len(got), len(bs))
 	}
 
 	// The same stop again changes nothing; the end of it does.
-	if again, unchanged := stopping.Next([]string{"a", "b"}, []string{"b"}, nil); !unchanged || again.Serial != stopping.Serial {
+	if again, unchanged := stopping.Next([]string{"a", "b"}, []string{"b"}, nil, nil); !unchanged || again.Serial != stopping.Serial {
 		t.Errorf("the same stop made a new epoch: %+v", again)
 	}
-	gone, _ := stopping.Next([]string{"a"}, nil, nil)
+	gone, _ := stopping.Next([]string{"a"}, nil, nil, nil)
 	if len(gone.Stopping) != 0 || !gone.IsRetired("b") || !slices.Equal(gone.Placing(), []string{"a"}) {
 		t.Errorf("after b left: %+v", gone)
 	}
 	// A name that is not a member is not stopping.
-	if odd, _ := e2.Next([]string{"a", "b"}, []string{"z"}, nil); len(odd.Stopping) != 0 {
+	if odd, _ := e2.Next([]string{"a", "b"}, []string{"z"}, nil, nil); len(odd.Stopping) != 0 {
 		t.Errorf("a stopping name that is no member: %v", odd.Stopping)
 	}
 	// A ring that stops whole places where it can.
-	all, _ := e2.Next([]string{"a", "b"}, []string{"a", "b"}, nil)
+	all, _ := e2.Next([]string{"a", "b"}, []string{"a", "b"}, nil, nil)
 	if !slices.Equal(all.Placing(), []string{"a", "b"}) {
 		t.Errorf("every member stops: Placing() = %v, want all of them", all.Placing())
+	}
+}
+
+// The case that chaos run 12 met: a member stops, then another adopter of
+// the same retired member dies; the stopped member's workers have
+// stopped, so it must gain none of the dead adopter's buckets.
+func TestAStoppedMemberGainsNoBucketWhenAnotherAdopterDies(t *testing.T) {
+	e1, _ := Epoch{}.Next([]string{"a", "b", "c", "r"}, nil, nil, nil)
+	e2, _ := e1.Next([]string{"a", "b", "c"}, nil, nil, nil) // r retired among a, b, c
+	e3, _ := e2.Next([]string{"a", "b", "c"}, []string{"b"}, nil, nil)
+	if e3.Stopped["b"] != e3.Serial {
+		t.Fatalf("b's stop is not recorded at serial %d: %v", e3.Serial, e3.Stopped)
+	}
+	e4, _ := e3.Next([]string{"b", "c"}, []string{"b"}, nil, nil) // a dies while b stops
+
+	var kept, gained int
+	for _, bucket := range AllBuckets() {
+		before, after := e2.Adopter(bucket, "r"), e4.Adopter(bucket, "r")
+		switch {
+		case before == "b" && after != "b":
+			t.Fatalf("bucket %s moved from the stopped b to %s", bucket, after)
+		case before == "b":
+			kept++
+		case after == "b":
+			t.Fatalf("bucket %s of r went to the stopped b when %s died", bucket, before)
+		case before == "c" && after != "c":
+			t.Fatalf("bucket %s moved from the live c to %s", bucket, after)
+		case before == "a":
+			gained++
+		}
+	}
+	if kept == 0 || gained == 0 {
+		t.Fatalf("the case is not met: b kept %d buckets, a's %d went elsewhere", kept, gained)
+	}
+	// a's own objects, retired after b's stop, are adopted by c alone.
+	if !e4.Adopts("a", "c") || e4.Adopts("a", "b") || e4.AdoptedElsewhere("a", "c") != nil {
+		t.Errorf("a's objects: c adopts %v (elsewhere %v), b adopts %v", e4.Adopts("a", "c"), e4.AdoptedElsewhere("a", "c"), e4.Adopts("a", "b"))
+	}
+
+	// A ring with a member of a version before the record adopts as it
+	// does: the stop is not recorded, and b gains a's buckets there too.
+	old, _ := e2.Next([]string{"a", "b", "c"}, []string{"b"}, nil, []string{"c"})
+	if old.Stopped != nil || old.Held != nil {
+		t.Errorf("a stop recorded beside a member that does not follow the rule: %v %v", old.Stopped, old.Held)
+	}
+
+	// b's replica restarts under its Lease and stops stopping: it takes
+	// new objects again, but nothing of what went elsewhere comes back.
+	e5, _ := e4.Next([]string{"b", "c"}, nil, nil, nil)
+	if _, ok := e5.Stopped["b"]; !ok || !slices.Equal(e5.Placing(), []string{"b", "c"}) {
+		t.Fatalf("after b's restart: stopped %v, placing %v", e5.Stopped, e5.Placing())
+	}
+	for _, bucket := range AllBuckets() {
+		if e5.Adopter(bucket, "r") != e4.Adopter(bucket, "r") {
+			t.Fatalf("bucket %s of r moved at b's restart", bucket)
+		}
+	}
+	// Once r and a are gone (every object claimed), dropping the record
+	// moves nothing, and it goes.
+	e6, _ := e5.Next([]string{"b", "c"}, nil, []string{"r", "a"}, nil)
+	if e6.Stopped != nil || e6.Held != nil || len(e6.Retired) != 0 {
+		t.Errorf("the record of a stop that moves nothing stays: %+v", e6)
+	}
+}
+
+// Random histories of joins, deaths, stops and restarts: whatever
+// happens, a retired member's bucket changes its adopter only when its
+// adopter leaves, never goes to a member that stops while an adopter
+// whose stop is not recorded is live, and always has an adopter while a
+// member that had joined by the retirement is live.
+func TestEpochAdoptersMoveOnlyWhenTheirAdopterLeaves(t *testing.T) {
+	for seed := range int64(100) {
+		rng := rand.New(rand.NewSource(seed))
+		var live, stopping []string
+		next := 0
+		join := func() {
+			live = append(live, fmt.Sprint("m", next))
+			next++
+		}
+		for range 4 {
+			join()
+		}
+		e, _ := Epoch{}.Next(live, nil, nil, nil)
+		for step := range 30 {
+			switch op := rng.Intn(10); {
+			case op < 3 && len(live) > 1: // a death
+				i := rng.Intn(len(live))
+				stopping = slices.DeleteFunc(stopping, func(m string) bool { return m == live[i] })
+				live = slices.Delete(live, i, i+1)
+			case op < 6: // a stop begins
+				m := live[rng.Intn(len(live))]
+				if !slices.Contains(stopping, m) {
+					stopping = append(stopping, m)
+				}
+			case op < 7 && len(stopping) > 0: // a restart under its Lease
+				stopping = slices.Delete(stopping, 0, 1)
+			case op < 8 && len(e.Retired) > 0: // every object of a retired member claimed
+				gone := e.RetiredNames()[rng.Intn(len(e.Retired))]
+				was := e
+				e, _ = e.Next(live, stopping, []string{gone}, nil)
+				checkAdoptersMoved(t, seed, step, was, e)
+				continue
+			default:
+				join()
+			}
+			was := e
+			e, _ = e.Next(live, stopping, nil, nil)
+			checkAdoptersMoved(t, seed, step, was, e)
+		}
+	}
+}
+
+func checkAdoptersMoved(t *testing.T, seed int64, step int, was, e Epoch) {
+	t.Helper()
+	for r, at := range e.Retired {
+		if was.Retired[r] != at {
+			continue // a new retirement, or one retired again: new adopters
+		}
+		for _, bucket := range AllBuckets() {
+			before, after := was.Adopter(bucket, r), e.Adopter(bucket, r)
+			if after == "" && len(e.Adopters(r)) > 0 {
+				t.Fatalf("seed %d step %d: bucket %s of %s has no adopter among %v", seed, step, bucket, r, e.Adopters(r))
+			}
+			if before == after {
+				continue
+			}
+			if slices.Contains(e.Members, before) {
+				t.Fatalf("seed %d step %d: bucket %s of %s moved from the live %s to %s\nwas %+v\nis  %+v", seed, step, bucket, r, before, after, was, e)
+			}
+			if slices.Contains(e.Stopping, after) && slices.ContainsFunc(e.Adopters(r), func(m string) bool {
+				_, recorded := e.Stopped[m]
+				return !recorded
+			}) {
+				t.Fatalf("seed %d step %d: bucket %s of %s went from %s to %s, which stops\nwas %+v\nis  %+v", seed, step, bucket, r, before, after, was, e)
+			}
+		}
 	}
 }

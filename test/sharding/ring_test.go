@@ -75,6 +75,8 @@ type testRing struct {
 	// libraryDurations runs the ring at the library's default durations
 	// instead of the tests' short ones.
 	libraryDurations bool
+	// grace, if set, is the replicas' shutdown grace instead of 5 s.
+	grace time.Duration
 }
 
 // replica is one operator of the ring.
@@ -129,7 +131,7 @@ func (r *testRing) start(name string) *replica {
 		shard.LeaseDuration, shard.RenewDeadline, shard.RenewPeriod = 0, 0, 0
 	}
 	op := env.StartOperator(r.t, r.ns, reg, handlers.Options{
-		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: 5 * time.Second, Namespaces: r.namespaces,
+		Identity: identity(name), Standalone: !r.peering, ShutdownGrace: cmp.Or(r.grace, 5*time.Second), Namespaces: r.namespaces,
 		Sharding: shard,
 	}, kopftest.WithConfig(cfg))
 	rep := &replica{name: name, op: op, cut: cut, lost: lost}

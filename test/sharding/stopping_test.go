@@ -107,3 +107,118 @@ func TestAStoppingReplicaTakesNoNewObject(t *testing.T) {
 		t.Errorf("overlaps: %v", o)
 	}
 }
+
+// A replica whose graceful stop has begun gains nothing from a death
+// (chaos run 12, test/faults/README.md): its workers have stopped, so
+// what a dead adopter held goes to the adopters that go on. Here d
+// crashes and a, b and c adopt its objects, which keep d's name (their
+// writes to objects are refused, so nothing is claimed). Then b begins
+// to stop, held up by a daemon that ignores it, and a crashes: the
+// objects of d that a adopted, and a's own, all run on c while b is
+// still a member of the ring. Before, about half of them went to b and
+// waited until b was gone.
+func TestAStoppingReplicaGainsNothingFromADeath(t *testing.T) {
+	kopftest.NoLeaks(t)
+	r := newRing(t)
+	r.grace = 25 * time.Second
+	released := make(chan struct{})
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(released) }) }
+	t.Cleanup(release)
+	r.register = func(_ *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
+		if name != "b" {
+			return
+		}
+		handlers.Daemon(res, "stubborn", func(ctx context.Context, _ *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+			<-d.Stopped()
+			<-released // ignores its stop
+			return nil, nil
+		})
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		r.start(name)
+	}
+	names := r.createObjects(80)
+	r.waitSettled(names, time.Minute)
+	r.waitCreates(names)
+	ofD, ofA := r.ownedBy("d", names), r.ownedBy("a", names)
+	r.ownedBy("b", names) // b must hold some: its stubborn daemon keeps its stop going
+
+	for _, name := range []string{"a", "b", "c"} {
+		r.replicas[name].cut.refuseWrites(true)
+	}
+	r.crash("d")
+	dead := r.member("d")
+	kopftest.Eventually(t, "d's objects run on their adopters", time.Minute, func() bool {
+		e := r.epoch()
+		if !e.IsRetired(dead) {
+			return false
+		}
+		for _, name := range ofD {
+			if hosts := r.det.daemonHosts(name); len(hosts) != 1 || r.member(hosts[0]) != e.Adopter(r.hashKey(name), dead) {
+				return false
+			}
+		}
+		return true
+	})
+	var fromA []string // d's objects that a adopted
+	for _, name := range ofD {
+		if hosts := r.det.daemonHosts(name); slices.Equal(hosts, []string{"a"}) {
+			fromA = append(fromA, name)
+		}
+	}
+	if len(fromA) == 0 {
+		t.Fatal("a adopted none of d's objects: this tests nothing")
+	}
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		r.replicas["b"].op.Stop(t)
+	}()
+	stopping := r.member("b")
+	kopftest.Eventually(t, "the epoch records b's stop", 10*time.Second, func() bool {
+		_, ok := r.epoch().Stopped[stopping]
+		return ok
+	})
+	if e := r.epoch(); !e.Adopts(dead, stopping) {
+		t.Fatalf("b holds none of d's buckets: this tests nothing (%v)", e.Held)
+	}
+	crashed := time.Now()
+	r.crash("a")
+	second := r.member("a")
+	moved := slices.Concat(fromA, ofA)
+	kopftest.Eventually(t, "the objects that a held run on c", time.Minute, func() bool {
+		if !r.epoch().IsRetired(second) {
+			return false
+		}
+		for _, name := range moved {
+			if hosts := r.det.daemonHosts(name); !slices.Equal(hosts, []string{"c"}) {
+				return false
+			}
+		}
+		return true
+	})
+	e := r.epoch()
+	if !slices.Contains(e.Members, stopping) {
+		t.Fatal("b left the ring before the objects ran on c: this tests nothing")
+	}
+	select {
+	case <-stopped:
+		t.Fatal("b's stop ended before the objects ran on c: this tests nothing")
+	default:
+	}
+	t.Logf("%d objects that a held (%d of d's, %d of its own) run on c %s after a's crash, while b stops",
+		len(moved), len(fromA), len(ofA), time.Since(crashed).Round(100*time.Millisecond))
+	for _, name := range fromA {
+		if got := e.Adopter(r.hashKey(name), dead); got != r.member("c") {
+			t.Errorf("%s of d is adopted by %q, want c (%s)", name, got, r.member("c"))
+		}
+	}
+	release()
+	<-stopped
+	r.replicas["c"].cut.refuseWrites(false)
+	if o := r.det.overlapping(); len(o) > 0 {
+		t.Errorf("overlaps: %v", o)
+	}
+}

@@ -160,10 +160,10 @@ func (r *Ownership) Adopting() (map[string][]labels.Selector, <-chan struct{}) {
 	}
 	out := map[string][]labels.Selector{}
 	for _, retired := range e.RetiredNames() {
-		adopters := e.Adopters(retired)
-		if !slices.Contains(adopters, me) {
+		if !e.Adopts(retired, me) {
 			continue
 		}
+		adopters := e.Adopters(retired)
 		elsewhere := e.AdoptedElsewhere(retired, me)
 		mine := map[string]bool{}
 		for _, b := range sharding.AllBuckets() {
@@ -356,7 +356,7 @@ func (r *Ownership) Rebucket(obj metav1.Object) map[string]any {
 		return nil
 	}
 	e, _ := r.epoch.now()
-	if !e.IsRetired(p.Owner) || sharding.Owner(label, e.Adopters(p.Owner)) != r.member.Name() {
+	if !e.IsRetired(p.Owner) || e.Adopter(label, p.Owner) != r.member.Name() {
 		return nil
 	}
 	return map[string]any{"metadata": map[string]any{
