@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 )
@@ -110,23 +111,26 @@ func (e Epoch) Adopter(key, retired string) string {
 	if !ok {
 		return ""
 	}
-	var adopters, going []string
+	// Owner over the adopters, and over those that go on, in one pass
+	// without allocations: every reconcile of an adopted object asks.
+	var first, going string
+	var best, bestGoing uint64
 	for _, m := range e.Members {
 		if e.Joined[m] > at {
 			continue
 		}
-		if held, stopped := e.Held[m][Retirement{retired, at}]; stopped && held.Has(key) {
+		if held, ok := e.Held[m][Retirement{retired, at}]; ok && held.Has(key) {
 			return m
 		}
-		adopters = append(adopters, m)
-		if _, stopped := e.Stopped[m]; !stopped {
-			going = append(going, m)
+		s := score(key, m)
+		if first == "" || s > best || s == best && m < first {
+			first, best = m, s
+		}
+		if _, stopped := e.Stopped[m]; !stopped && (going == "" || s > bestGoing || s == bestGoing && m < going) {
+			going, bestGoing = m, s
 		}
 	}
-	if len(going) > 0 {
-		return Owner(key, going)
-	}
-	return Owner(key, adopters)
+	return cmp.Or(going, first)
 }
 
 // Adopts reports whether the member adopts any bucket of the retired

@@ -49,7 +49,7 @@ func (r *ring) stallWatch(ctx context.Context, m *member, kind string, class pro
 	if r.assigner(ctx) == m.PodID() {
 		note += "; the assigner"
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: note})
+	id := r.begin(ctx, faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: note})
 	m.l7.Stall(class)
 	touched := 0
 	if touch {
@@ -80,7 +80,7 @@ func (r *ring) writeDelayed(ctx context.Context, m *member, hold time.Duration) 
 	if r.assigner(ctx) == m.PodID() {
 		note += "; the assigner"
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: faultlog.WriteDelayed, Replica: m.PodID(), Actor: m.Actor(), Note: note})
+	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.WriteDelayed, Replica: m.PodID(), Actor: m.Actor(), Note: note})
 	m.l7.Hold(proxy.AnyOf(objectWrites, leaseWrites))
 	touched := r.touch(ctx, objects)
 	sleep(ctx, hold)

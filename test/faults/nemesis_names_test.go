@@ -100,7 +100,7 @@ func (r *ring) nameReused(ctx context.Context, podID string, slow time.Duration)
 	})
 
 	slow = max(slow, 0)
-	id := r.log.Begin(faultlog.Entry{Kind: faultlog.NameReused, Replica: podID,
+	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.NameReused, Replica: podID,
 		Note: fmt.Sprintf("slow %s; %d incarnations %s*, %d of them running", slow, len(created), prefix, len(running))})
 	joinAt := time.Now()
 	m, err := r.add(podID, slow, false)

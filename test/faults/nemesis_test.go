@@ -40,7 +40,7 @@ func (r *ring) partition(ctx context.Context, m *member, mode proxy.Mode, hold t
 	if mode == proxy.Hang {
 		kind = faultlog.PartitionHang
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
+	id := r.begin(ctx, faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
 	if err := m.proxy.Set(mode); err != nil {
 		r.log.Fail(id, err.Error())
 		return notInjected(err)
@@ -59,7 +59,7 @@ func (r *ring) pause(ctx context.Context, m *member, hold time.Duration) error {
 	if err != nil {
 		return notInjected(err)
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: faultlog.Pause, Replica: m.PodID(), Actor: actor, Note: "slow " + m.slow.String()})
+	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.Pause, Replica: m.PodID(), Actor: actor, Note: "slow " + m.slow.String()})
 	sleep(ctx, hold)
 	r.log.End(id, "SIGCONT")
 	_, err = m.Signal(syscall.SIGCONT, false)
@@ -80,7 +80,7 @@ func (r *ring) kill(ctx context.Context, m *member, kind string, restartAt func(
 	if err != nil {
 		return notInjected(err)
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: actor, Start: killed.UnixNano(),
+	id := r.begin(ctx, faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: actor, Start: killed.UnixNano(),
 		Note: "slow " + m.slow.String()})
 	sleep(ctx, time.Until(restartAt(killed, expiry)))
 	restarted, err := m.Restart()
@@ -102,7 +102,7 @@ func (r *ring) terminate(ctx context.Context, m *member, kind string) error {
 	if err != nil {
 		return notInjected(err)
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: actor, Start: at.UnixNano(),
+	id := r.begin(ctx, faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: actor, Start: at.UnixNano(),
 		Note: "slow " + m.slow.String()})
 	grace := time.NewTimer(terminationGrace)
 	defer grace.Stop()
@@ -126,7 +126,7 @@ func (r *ring) deleteLease(ctx context.Context, m *member) error {
 	if err != nil {
 		return notInjected(err)
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: faultlog.LeaseDeleted, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
+	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.LeaseDeleted, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
 	if err := fixtures.env.Client.Delete(ctx, lease, client.Preconditions{UID: &lease.UID}); err != nil {
 		r.log.Fail(id, err.Error())
 		return notInjected(err)
@@ -142,7 +142,7 @@ func (r *ring) editLabel(ctx context.Context, owner *member, object string, to *
 	if err != nil {
 		return notInjected(err)
 	}
-	id := r.log.Begin(faultlog.Entry{Kind: faultlog.LabelEdited, Replica: owner.PodID(), Actor: owner.Actor(),
+	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.LabelEdited, Replica: owner.PodID(), Actor: owner.Actor(),
 		Object: r.ns + "/" + object, Note: fmt.Sprintf("slow %s; to %s (%s)", owner.slow, to.PodID(), to.Actor())})
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, r.names.ownerLabel, toName)
 	obj := newObject(r.ns, object)
@@ -176,7 +176,7 @@ const labelRepairBound = time.Minute
 
 // join adds a member; the fault lasts until its Lease is there.
 func (r *ring) join(ctx context.Context, podID string, slow time.Duration) (*member, error) {
-	id := r.log.Begin(faultlog.Entry{Kind: faultlog.Join, Replica: podID, Note: "slow " + slow.String()})
+	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.Join, Replica: podID, Note: "slow " + slow.String()})
 	m, err := r.add(podID, slow, false)
 	if err != nil {
 		r.log.Fail(id, err.Error())

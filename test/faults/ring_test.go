@@ -237,6 +237,13 @@ func (r *ring) memberNames(ctx context.Context) (map[string]string, error) {
 }
 
 // assigner is the POD_ID that holds the assigner's Lease, "" if none.
+// begin logs a fault as begun, noting whether its target's replica is
+// the ring's assigner now.
+func (r *ring) begin(ctx context.Context, e faultlog.Entry) int {
+	e.Assigner = e.Replica != "" && r.assigner(ctx) == e.Replica
+	return r.log.Begin(e)
+}
+
 func (r *ring) assigner(ctx context.Context) string {
 	var l coordinationv1.Lease
 	if err := fixtures.env.Client.Get(ctx, client.ObjectKey{Namespace: r.leaseNS, Name: r.names.assignerLease}, &l); err != nil ||

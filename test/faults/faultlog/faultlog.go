@@ -65,6 +65,9 @@ type Entry struct {
 	// when the fault began: the actor whose objects should move.
 	Replica string `json:"replica,omitempty"`
 	Actor   string `json:"actor,omitempty"`
+	// Assigner says that the target's replica held the ring's assigner
+	// Lease when the fault began.
+	Assigner bool `json:"assigner,omitempty"`
 	// Members are the replicas a fault brings in (a second ring's).
 	Members []string `json:"members,omitempty"`
 	// Object is the object of a fault that hits one (namespace/name).
