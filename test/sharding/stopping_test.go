@@ -29,20 +29,7 @@ func TestAStoppingReplicaTakesNoNewObject(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
 	r.libraryDurations = true
-	released := make(chan struct{})
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(released) }) }
-	t.Cleanup(release) // before the leak check: the daemon returns
-	r.register = func(_ *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
-		if name != "a" {
-			return
-		}
-		handlers.Daemon(res, "stubborn", func(ctx context.Context, _ *unstructured.Unstructured, d *cause.Daemon) (any, error) {
-			<-d.Stopped()
-			<-released // ignores its stop
-			return nil, nil
-		})
-	}
+	release := stubbornOn(t, r, "a")
 	r.start("a")
 	r.start("b")
 	first := r.createObjects(8)
@@ -121,20 +108,7 @@ func TestAStoppingReplicaGainsNothingFromADeath(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
 	r.grace = 25 * time.Second
-	released := make(chan struct{})
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(released) }) }
-	t.Cleanup(release)
-	r.register = func(_ *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
-		if name != "b" {
-			return
-		}
-		handlers.Daemon(res, "stubborn", func(ctx context.Context, _ *unstructured.Unstructured, d *cause.Daemon) (any, error) {
-			<-d.Stopped()
-			<-released // ignores its stop
-			return nil, nil
-		})
-	}
+	release := stubbornOn(t, r, "b")
 	for _, name := range []string{"a", "b", "c", "d"} {
 		r.start(name)
 	}
@@ -221,4 +195,25 @@ func TestAStoppingReplicaGainsNothingFromADeath(t *testing.T) {
 	if o := r.det.overlapping(); len(o) > 0 {
 		t.Errorf("overlaps: %v", o)
 	}
+}
+
+// stubbornOn gives the replica a daemon that ignores its stop until the
+// returned release is called, or the test's cleanup calls it (before the
+// leak check: the daemon returns).
+func stubbornOn(t *testing.T, r *testRing, replica string) (release func()) {
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
+	t.Cleanup(release)
+	r.register = func(_ *handlers.Registry, res *handlers.Resource[*unstructured.Unstructured], name string) {
+		if name != replica {
+			return
+		}
+		handlers.Daemon(res, "stubborn", func(ctx context.Context, _ *unstructured.Unstructured, d *cause.Daemon) (any, error) {
+			<-d.Stopped()
+			<-released // ignores its stop
+			return nil, nil
+		})
+	}
+	return release
 }
