@@ -39,6 +39,10 @@ const (
 	// (sharding.Epoch's Stopped and Held).
 	StoppedAnnotation = keys.ShardPrefix + "/stopped"
 	HeldAnnotation    = keys.ShardPrefix + "/held"
+	// WrittenBeforeAnnotation holds, as "name=resourceVersion", a version
+	// written a margin before each retirement (sharding.Epoch's
+	// WrittenBefore).
+	WrittenBeforeAnnotation = keys.ShardPrefix + "/written-before"
 )
 
 // epochAPI is what publishing the ring's members needs of its namespace's
@@ -117,10 +121,20 @@ func epochAnnotations(e sharding.Epoch) map[string]string {
 		RetiredAnnotation: serials(e.Retired),
 		// Versions that do not read it hash over all the members:
 		// safe, and only slower for what they place on a stopping one.
-		StoppingAnnotation: strings.Join(e.Stopping, ","),
-		StoppedAnnotation:  serials(e.Stopped),
-		HeldAnnotation:     heldBuckets(e.Held),
+		StoppingAnnotation:      strings.Join(e.Stopping, ","),
+		StoppedAnnotation:       serials(e.Stopped),
+		HeldAnnotation:          heldBuckets(e.Held),
+		WrittenBeforeAnnotation: versions(e.WrittenBefore),
 	}
+}
+
+// versions writes "name=version" pairs, sorted by name.
+func versions(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, name+"="+m[name])
+	}
+	return strings.Join(parts, ",")
 }
 
 // heldBuckets writes what stopped members hold, sorted.
@@ -212,6 +226,15 @@ func Published(lease *coordinationv1.Lease) sharding.Epoch {
 	e := sharding.Epoch{Serial: serial, Members: members, Stopping: stopping,
 		Joined: parseSerials(lease.Annotations[JoinedAnnotation]), Retired: parseSerials(lease.Annotations[RetiredAnnotation]),
 		Version: lease.ResourceVersion}
+	for pair := range strings.SplitSeq(lease.Annotations[WrittenBeforeAnnotation], ",") {
+		name, version, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if ok && name != "" && version != "" && e.IsRetired(name) {
+			if e.WrittenBefore == nil {
+				e.WrittenBefore = map[string]string{}
+			}
+			e.WrittenBefore[name] = version
+		}
+	}
 	// Records of members that are gone (left by an assigner of a version
 	// before them) say nothing.
 	held := parseHeld(lease.Annotations[HeldAnnotation])

@@ -91,9 +91,10 @@ func TestPublishedEpoch(t *testing.T) {
 }
 
 // A recorded stop comes back as published: when it was recorded, and the
-// buckets of each retirement that its member holds. Records of members
-// that are gone (left by an assigner of a version before them) and
-// entries edited by hand into something else are left out.
+// buckets of each retirement that its member holds; so does the version
+// written before a retirement. Records of members that are gone (left by
+// an assigner of a version before them) and entries edited by hand into
+// something else are left out.
 func TestPublishedStops(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
@@ -104,7 +105,7 @@ func TestPublishedStops(t *testing.T) {
 	others.Add("512")
 	want := sharding.Epoch{Serial: 9, Members: []string{"m1", "m3"}, Stopping: []string{"m3"},
 		Joined: map[string]int64{"m1": 1, "m3": 1}, Retired: map[string]int64{"m2": 6, "m0": 3},
-		Stopped: map[string]int64{"m3": 8},
+		Stopped: map[string]int64{"m3": 8}, WrittenBefore: map[string]string{"m2": "4711"},
 		Held:    map[string]map[sharding.Retirement]sharding.BucketSet{"m3": {{Member: "m2", At: 6}: some, {Member: "m0", At: 3}: others}}}
 	if err := publish(ctx, leases, "main", identity, want); err != nil {
 		t.Fatal(err)
@@ -116,11 +117,15 @@ func TestPublishedStops(t *testing.T) {
 	if got := lease.Annotations[StoppedAnnotation]; got != "m3=8" {
 		t.Errorf("the stops are written %q, want m3=8", got)
 	}
+	if got := lease.Annotations[WrittenBeforeAnnotation]; got != "m2=4711" {
+		t.Errorf("the versions before retirements are written %q, want m2=4711", got)
+	}
 	if diff := cmp.Diff(want, Published(lease)); diff != "" {
 		t.Errorf("Published() -want +got:\n%s", diff)
 	}
 
 	lease.Annotations[StoppedAnnotation] = "m3=8,m7=2"
+	lease.Annotations[WrittenBeforeAnnotation] = "m2=4711,m9=12,=5,m0"
 	lease.Annotations[HeldAnnotation] += ",m3:m2=" + some.String() + ",m3:m4:x=" + some.String() + ",m3:m4:5=short,m7:m2:6=" + some.String()
 	if diff := cmp.Diff(want, Published(lease)); diff != "" {
 		t.Errorf("stops edited by hand -want +got:\n%s", diff)

@@ -42,6 +42,8 @@ type follower struct {
 	// stopsHold are the members whose Leases say they follow the rule
 	// that a stopped member adopts only what it held (RuleStopsHold).
 	stopsHold map[string]bool
+	// versions are the Leases' versions seen, by when.
+	versions versionLog
 }
 
 // release is a released Lease's version and when the release was seen.
@@ -66,6 +68,7 @@ func (a *Assigner) newFollower() (*follower, error) {
 		},
 	}
 	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]release{}, stopping: map[string]bool{}, stopsHold: map[string]bool{},
+		versions: versionLog{keep: 2 * (a.s.LeaseDuration - a.s.RenewDeadline)},
 		informer: toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})}
 	if _, err := f.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    f.seen,
@@ -138,6 +141,7 @@ func (f *follower) seen(obj any) {
 	if !ok {
 		return
 	}
+	f.versions.saw(lease.ResourceVersion, f.a.s.Clock.Now())
 	if lease.Name == EpochLease(f.a.s.Ring) {
 		if f.a.s.OnEpoch != nil {
 			f.a.s.OnEpoch(Published(lease))

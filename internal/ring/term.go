@@ -368,6 +368,10 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	t.mu.Lock()
 	unaware := t.f.unawareAmong(slices.Concat(live, held))
 	next, same := t.epoch.Next(slices.Concat(live, held), stopping, t.gone, unaware)
+	// A late write of a member retired now may have landed within the
+	// margin before: its adopters wait out the margin on what was
+	// written since.
+	next.RecordWrittenBefore(t.epoch, t.f.versions.before(now.Add(-(t.a.s.LeaseDuration - t.a.s.RenewDeadline))))
 	changed := t.round == 0 || !slices.Equal(live, t.members) || !slices.Equal(stopping, t.stopping) || doubting != t.doubting
 	if !changed && same && !t.unpublished {
 		t.mu.Unlock()

@@ -32,6 +32,15 @@ import (
 // while the member does, even if its replica restarts under its Lease and
 // stops stopping, for as long as dropping it would move a bucket.
 //
+// WrittenBefore is, for each retired member, a resourceVersion that the
+// assigner had seen a margin (LeaseDuration - RenewDeadline) before it
+// retired the member: a write that landed since has a newer version. Such
+// a write may be a late one of the retired member that moved the object
+// from another adopter, who stops within the margin, so the object's
+// adopter waits out the margin before it starts it (docs/sharding.md,
+// "Standing by"). None for a retirement whose assigner had not followed
+// the Leases for a margin.
+//
 // Version is the resourceVersion of the Lease the epoch was read from (""
 // if it was not read from one): the API server's order of writes, in
 // which the objects' versions compare with it. It is no part of the
@@ -44,7 +53,9 @@ type Epoch struct {
 	Stopping []string
 	Stopped  map[string]int64
 	Held     map[string]map[Retirement]BucketSet
-	Version  string
+	// WrittenBefore: see above.
+	WrittenBefore map[string]string
+	Version       string
 }
 
 // Retirement names a retired member and the serial of its retirement: a
@@ -281,6 +292,11 @@ func (e Epoch) Next(live, stopping, gone, unaware []string) (next Epoch, unchang
 			next.Retired[r] = serial
 		}
 	}
+	for r, at := range next.Retired {
+		if v := e.WrittenBefore[r]; v != "" && e.Retired[r] == at {
+			next.versionBefore(r, v)
+		}
+	}
 	next.recordStops(e, unaware)
 	if next.Same(e) {
 		return e, true
@@ -333,6 +349,28 @@ func (next *Epoch) recordStops(prev Epoch, unaware []string) {
 	}
 }
 
+// versionBefore records the version written before a retirement.
+func (e *Epoch) versionBefore(retired, version string) {
+	if e.WrittenBefore == nil {
+		e.WrittenBefore = map[string]string{}
+	}
+	e.WrittenBefore[retired] = version
+}
+
+// RecordWrittenBefore notes, for each member that this epoch retires and
+// the one before (prev) did not, the version written before its
+// retirement (WrittenBefore); nothing if version is "".
+func (e *Epoch) RecordWrittenBefore(prev Epoch, version string) {
+	if version == "" {
+		return
+	}
+	for r, at := range e.Retired {
+		if prev.Retired[r] != at {
+			e.versionBefore(r, version)
+		}
+	}
+}
+
 // stopped records the member's stop at the serial.
 func (e *Epoch) stopped(member string, at int64) {
 	if e.Stopped == nil {
@@ -374,5 +412,6 @@ func (e Epoch) movesWithout(member string) bool {
 func (e Epoch) Same(other Epoch) bool {
 	return slices.Equal(e.Members, other.Members) && maps.Equal(e.Joined, other.Joined) &&
 		maps.Equal(e.Retired, other.Retired) && slices.Equal(e.Stopping, other.Stopping) &&
-		maps.Equal(e.Stopped, other.Stopped) && maps.EqualFunc(e.Held, other.Held, maps.Equal)
+		maps.Equal(e.Stopped, other.Stopped) && maps.EqualFunc(e.Held, other.Held, maps.Equal) &&
+		maps.Equal(e.WrittenBefore, other.WrittenBefore)
 }

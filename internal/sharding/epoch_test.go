@@ -437,3 +437,30 @@ func checkAdoptersMoved(t *testing.T, seed int64, step int, was, e Epoch) {
 		}
 	}
 }
+
+// The version written before a retirement is recorded for the members
+// that an epoch retires anew, carried while they stay retired, and
+// recorded again for a member retired again.
+func TestEpochCarriesTheVersionWrittenBeforeEachRetirement(t *testing.T) {
+	e1, _ := Epoch{}.Next([]string{"a", "b", "c"}, nil, nil, nil)
+	e2, _ := e1.Next([]string{"a", "b"}, nil, nil, nil)
+	e2.RecordWrittenBefore(e1, "100")
+	e2.RecordWrittenBefore(e1, "") // an assigner that has not followed the Leases for a margin
+	if diff := cmp.Diff(map[string]string{"c": "100"}, e2.WrittenBefore); diff != "" {
+		t.Fatalf("after c's retirement -want +got:\n%s", diff)
+	}
+	e3, _ := e2.Next([]string{"b"}, nil, nil, nil) // a dies
+	e3.RecordWrittenBefore(e2, "200")
+	if diff := cmp.Diff(map[string]string{"a": "200", "c": "100"}, e3.WrittenBefore); diff != "" {
+		t.Errorf("after a's retirement -want +got:\n%s", diff)
+	}
+	e4, _ := e3.Next([]string{"d"}, nil, nil, nil) // b dies: c and a are retired again among d
+	e4.RecordWrittenBefore(e3, "300")
+	if diff := cmp.Diff(map[string]string{"a": "300", "b": "300", "c": "300"}, e4.WrittenBefore); diff != "" {
+		t.Errorf("after every adopter died -want +got:\n%s", diff)
+	}
+	e5, _ := e4.Next([]string{"d"}, nil, []string{"a"}, nil)
+	if _, ok := e5.WrittenBefore["a"]; ok || e5.WrittenBefore["c"] != "300" {
+		t.Errorf("after a was dropped: %v", e5.WrittenBefore)
+	}
+}

@@ -136,11 +136,19 @@ func (e *epoch) noteRetired(next sharding.Epoch) {
 	}
 }
 
-// retiredSince is the version of the first epoch seen to retire the
-// member; false if none (not retired, or not from a Lease).
+// retiredSince is the version since which a write to the member's
+// objects may be a late one of its own: the version the assigner
+// recorded a margin before the retirement, or else that of the first
+// epoch seen to retire the member; false if neither (not retired, or not
+// from a Lease). The record does not depend on when this replica first
+// saw the epoch, which a relisted watch of the Leases may show late, and
+// it covers a late write that landed within the margin before.
 func (e *epoch) retiredSince(member string) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if v := e.e.WrittenBefore[member]; v != "" && e.e.IsRetired(member) {
+		return v, true
+	}
 	v, ok := e.retiredAt[member]
 	return v, ok
 }
@@ -237,9 +245,10 @@ func (r *Ownership) adopted(obj metav1.Object) bool {
 func (r *Ownership) Adopts(obj client.Object) bool { return r.adopted(obj) }
 
 // ChangedSinceRetirement reports whether the object's version is newer
-// than the first epoch that this member saw retire the member its owner
-// label names. A version that does not compare (not a decimal) counts as
-// newer: the wait is the safe side.
+// than the version the assigner recorded a margin before the retirement
+// of the member its owner label names, or else than the first epoch
+// that this member saw retire it. A version that does not compare (not a
+// decimal) counts as newer: the wait is the safe side.
 func (r *Ownership) ChangedSinceRetirement(obj client.Object) bool {
 	since, ok := r.epoch.retiredSince(r.OwnerOf(obj))
 	if !ok {

@@ -557,3 +557,37 @@ func TestRingShareTellsObjectsWrittenSinceTheirOwnersRetirement(t *testing.T) {
 		t.Error("an owner retired anew does not count from its new retirement")
 	}
 }
+
+// The version that the assigner recorded a margin before a retirement
+// is what an object's version compares with, not the epoch in which this
+// replica first saw the retirement: a late write that landed within the
+// margin before the retirement counts as written since, and so does one
+// that landed before an epoch that a relisted watch of the Leases showed
+// this replica late.
+func TestRingShareComparesWithTheVersionWrittenBeforeTheRetirement(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	at := func(version string) *corev1.ConfigMap {
+		obj := named("o-1", "m-r", "m-r")
+		obj.ResourceVersion = version
+		return obj
+	}
+	// This replica's watch relisted: the first epoch it sees retire m-r
+	// is at 900, though m-r was retired at 300 and the assigner recorded
+	// 250, written a margin before.
+	r.epoch.set(sharding.Epoch{Serial: 8, Members: []string{me}, Retired: map[string]int64{"m-r": 4},
+		WrittenBefore: map[string]string{"m-r": "250"}, Version: "900"})
+	for _, tt := range []struct {
+		what string
+		obj  *corev1.ConfigMap
+		want bool
+	}{
+		{"written before the recorded version", at("240"), false},
+		{"a late write landed within the margin before the retirement", at("280"), true},
+		{"written after the retirement, before this replica saw it", at("600"), true},
+	} {
+		if got := r.ChangedSinceRetirement(tt.obj); got != tt.want {
+			t.Errorf("%s: ChangedSinceRetirement() = %v, want %v", tt.what, got, tt.want)
+		}
+	}
+}
