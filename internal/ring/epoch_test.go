@@ -106,7 +106,7 @@ func TestPublishedStops(t *testing.T) {
 	want := sharding.Epoch{Serial: 9, Members: []string{"m1", "m3"}, Stopping: []string{"m3"},
 		Joined: map[string]int64{"m1": 1, "m3": 1}, Retired: map[string]int64{"m2": 6, "m0": 3},
 		Stopped: map[string]int64{"m3": 8}, WrittenBefore: map[string]string{"m2": "4711"},
-		Held:    map[string]map[sharding.Retirement]sharding.BucketSet{"m3": {{Member: "m2", At: 6}: some, {Member: "m0", At: 3}: others}}}
+		Held: map[string]map[sharding.Retirement]sharding.BucketSet{"m3": {{Member: "m2", At: 6}: some, {Member: "m0", At: 3}: others}}}
 	if err := publish(ctx, leases, "main", identity, want); err != nil {
 		t.Fatal(err)
 	}
