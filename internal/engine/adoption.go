@@ -573,6 +573,10 @@ func (a *adoption) drain(ctx context.Context, c cache.Cache, retired string) {
 					// from that adopter: it goes to its bucket, and this
 					// cache no longer holds it.
 					body = a.e.own.Rebucket(obj)
+				case drainPutRight:
+					// An owner label edited by hand to the retired member:
+					// it goes back to the grant.
+					body = a.e.own.PutRight(obj)
 				case drainClaim:
 					body = claim(obj)
 				}
@@ -627,12 +631,16 @@ const (
 	drainNothing  drainAct = iota
 	drainClaim             // it is this replica's: claim it
 	drainRebucket          // its bucket label hides it from its adopter
+	drainPutRight          // its owner label was edited by hand to the retired member
 )
 
 // drainAction tells what the drain does with the object.
 func (a *adoption) drainAction(r *kindState, obj client.Object) drainAct {
 	if a.e.own.Rebucket(obj) != nil {
 		return drainRebucket
+	}
+	if a.e.own.PutRight(obj) != nil {
+		return drainPutRight
 	}
 	if r.claimSent(obj) || !a.e.own.Adopts(obj) || obj.GetDeletionTimestamp() != nil {
 		return drainNothing // a write of the engine's claims it, another adopter's, or a deletion that needs no claim

@@ -110,6 +110,12 @@ type Ownership interface {
 	// cache whose bucket label keeps it from its adopter's selection; nil
 	// for an object that needs none.
 	Rebucket(obj metav1.Object) map[string]any
+	// PutRight is the write that puts back the owner label of an object
+	// of an adoption cache whose label names a retired member that the
+	// replica adopts it from while its grant names another member (a
+	// hand edit that its target could not put back); nil for an object
+	// that needs none.
+	PutRight(obj client.Object) map[string]any
 	// ClaimAdopted is the write that makes an adopted object the
 	// replica's in the API server, sent before the replica's first write
 	// to it; nil for an object that needs none. Nil: the replica never
@@ -206,6 +212,7 @@ func (Unshared) ClaimsFirst(client.Object) bool                            { ret
 func (Unshared) ChangedSinceRetirement(client.Object) bool                 { return false }
 func (Unshared) OwnerOf(metav1.Object) string                              { return "" }
 func (Unshared) Rebucket(metav1.Object) map[string]any                     { return nil }
+func (Unshared) PutRight(client.Object) map[string]any                     { return nil }
 func (Unshared) ClaimAdopted() func(metav1.Object) map[string]any          { return nil }
 
 func (Unshared) LetGo(client.Object, string) (map[string]any, func(bool)) {

@@ -288,3 +288,44 @@ func patchLabels(t *testing.T, obj *unstructured.Unstructured, labels map[string
 		t.Fatal(err)
 	}
 }
+
+// An owner label edited by hand to a member that dies before it can put
+// it back names a retired member while the grant names another: no
+// adopter works on such an object, and the assigner leaves a retired
+// member's objects to its adopters. The adopter of the dead member's
+// bucket puts the label back to the grant (the chaos run of seed
+// 20261209 found such an object left alone for good), and the object's
+// owner works on it again.
+func TestAnOwnerLabelEditedToAMemberThatDiesIsPutBack(t *testing.T) {
+	kopftest.NoLeaks(t)
+	r := newRing(t)
+	for _, name := range []string{"a", "b", "c"} {
+		r.start(name)
+	}
+	names := r.createObjects(40)
+	r.waitSettled(names, time.Minute)
+	r.waitCreates(names)
+	edited := r.ownedBy("a", names)[0]
+	keys := r.keys()
+
+	dead := r.member("b")
+	r.crash("b")
+	patchLabels(t, r.object(edited), map[string]any{keys.Owner: dead})
+	kopftest.Eventually(t, "b retired, and the edited label put back to a", time.Minute, func() bool {
+		if !r.epoch().IsRetired(dead) {
+			return false
+		}
+		obj := r.object(edited)
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false
+		}
+		return obj.GetLabels()[keys.Owner] == r.member("a")
+	})
+	kopftest.Eventually(t, "the object runs on a again", 30*time.Second, func() bool {
+		return slices.Equal(r.det.daemonHosts(edited), []string{"a"})
+	})
+	r.waitSettled(names, time.Minute)
+	if o := r.det.overlapping(); len(o) > 0 {
+		t.Errorf("%d overlapping executions, e.g. %s", len(o), o[0])
+	}
+}

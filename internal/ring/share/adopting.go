@@ -341,6 +341,27 @@ func (r *Ownership) inBuckets(sel labels.Selector, buckets []string) labels.Sele
 	return sel.Add(*req)
 }
 
+// PutRight is the write that puts back the owner label of an object in
+// this member's adoption selection whose label names a retired member,
+// whose bucket of it this member adopts, while its grant names another
+// member: a hand edit to a member that was cut off or died before it
+// could put the label back itself. No adopter works on such an object
+// (its label and grant disagree), and the assigner leaves a retired
+// member's objects to its adopters, so without this write nobody would
+// handle it again. The label goes back to the grant (PutBack). nil for
+// any other object.
+func (r *Ownership) PutRight(obj client.Object) map[string]any {
+	p := r.keys.PlacementOf(obj)
+	if p.Owner == "" || p.Owner == p.Granted {
+		return nil
+	}
+	e, _ := r.epoch.now()
+	if !e.IsRetired(p.Owner) || e.Adopter(sharding.ObjectKey(obj.GetNamespace(), obj.GetName()), p.Owner) != r.member.Name() {
+		return nil
+	}
+	return r.PutBack(obj)
+}
+
 // Rebucket is the write that puts right the bucket label of an object in
 // this member's adoption selection that it does not adopt because the
 // label names one of this member's buckets while the object's name falls

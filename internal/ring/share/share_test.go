@@ -591,3 +591,34 @@ func TestRingShareComparesWithTheVersionWrittenBeforeTheRetirement(t *testing.T)
 		}
 	}
 }
+
+// The adopter of a retired member's bucket puts back an owner label
+// edited by hand to that member while the grant names another: to the
+// grant. Nothing else is put right so: an object adopted as it is, one
+// of another adopter's bucket, one whose label names a live member.
+func TestRingSharePutsBackALabelEditedToARetiredMember(t *testing.T) {
+	r := joinedShare(t, clocktesting.NewFakeClock(shareT0))
+	me := r.member.Name()
+	r.epoch.set(sharding.Epoch{Serial: 4, Members: []string{me}, Joined: map[string]int64{me: 1}, Retired: map[string]int64{"m-r": 4}})
+	edited := named("o-1", "m-r", "m-live")
+	body := r.PutRight(edited)
+	labels, _ := body["metadata"].(map[string]any)["labels"].(map[string]any)
+	if labels[mainKeys.Owner] != "m-live" {
+		t.Errorf("PutRight() = %v, want the owner label back to the grant m-live", body)
+	}
+	for what, obj := range map[string]*corev1.ConfigMap{
+		"adopted as it is":      named("o-2", "m-r", "m-r"),
+		"labelled a live member": named("o-3", me, "m-live"),
+	} {
+		if got := r.PutRight(obj); got != nil {
+			t.Errorf("%s: PutRight() = %v, want nothing", what, got)
+		}
+	}
+	r.epoch.set(sharding.Epoch{Serial: 5, Members: []string{me, "m-other"}, Joined: map[string]int64{me: 1, "m-other": 1}, Retired: map[string]int64{"m-r": 4}})
+	for i := range 50 {
+		obj := named(fmt.Sprint("o-", i), "m-r", "m-live")
+		if mine := r.PutRight(obj) != nil; mine != (sharding.Owner(sharding.ObjectKey(obj.Namespace, obj.Name), []string{me, "m-other"}) == me) {
+			t.Fatalf("%s: put right by this member %v, though its bucket's adopter is another", obj.Name, mine)
+		}
+	}
+}
