@@ -607,7 +607,7 @@ func TestRingSharePutsBackALabelEditedToARetiredMember(t *testing.T) {
 		t.Errorf("PutRight() = %v, want the owner label back to the grant m-live", body)
 	}
 	for what, obj := range map[string]*corev1.ConfigMap{
-		"adopted as it is":      named("o-2", "m-r", "m-r"),
+		"adopted as it is":       named("o-2", "m-r", "m-r"),
 		"labelled a live member": named("o-3", me, "m-live"),
 	} {
 		if got := r.PutRight(obj); got != nil {
