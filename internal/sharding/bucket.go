@@ -28,8 +28,8 @@ func Bucket(s string) string {
 
 // ValidBucket reports whether the value names a bucket.
 func ValidBucket(value string) bool {
-	n, err := strconv.ParseUint(value, 10, 16)
-	return err == nil && n < Buckets && strconv.FormatUint(n, 10) == value
+	n, ok := bucketNumber(value)
+	return ok && strconv.FormatUint(n, 10) == value
 }
 
 // AllBuckets are the names of every bucket.

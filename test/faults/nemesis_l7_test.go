@@ -45,11 +45,7 @@ var (
 // that withheld nothing tested nothing, and is not injected.
 func (r *ring) stallWatch(ctx context.Context, m *member, kind string, class proxy.Class, hold time.Duration, touch bool) error {
 	objects := m.activeOn(pickWindow)
-	note := "slow " + m.slow.String()
-	if r.assigner(ctx) == m.PodID() {
-		note += "; the assigner"
-	}
-	id := r.begin(ctx, faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: note})
+	id := r.begin(ctx, faultlog.Entry{Kind: kind, Replica: m.PodID(), Actor: m.Actor(), Note: "slow " + m.slow.String()})
 	m.l7.Stall(class)
 	touched := 0
 	if touch {
@@ -76,11 +72,7 @@ func (r *ring) stallWatch(ctx context.Context, m *member, kind string, class pro
 func (r *ring) writeDelayed(ctx context.Context, m *member, hold time.Duration) error {
 	objects := m.activeOn(pickWindow)
 	name, _ := r.memberName(ctx, m)
-	note := fmt.Sprintf("slow %s; member %s", m.slow, name)
-	if r.assigner(ctx) == m.PodID() {
-		note += "; the assigner"
-	}
-	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.WriteDelayed, Replica: m.PodID(), Actor: m.Actor(), Note: note})
+	id := r.begin(ctx, faultlog.Entry{Kind: faultlog.WriteDelayed, Replica: m.PodID(), Actor: m.Actor(), Note: fmt.Sprintf("slow %s; member %s", m.slow, name)})
 	m.l7.Hold(proxy.AnyOf(objectWrites, leaseWrites))
 	touched := r.touch(ctx, objects)
 	sleep(ctx, hold)

@@ -237,10 +237,13 @@ func (r *ring) memberNames(ctx context.Context) (map[string]string, error) {
 }
 
 // assigner is the POD_ID that holds the assigner's Lease, "" if none.
-// begin logs a fault as begun, noting whether its target's replica is
-// the ring's assigner now.
+// begin logs a fault as begun, noting (in the entry, and in its note for
+// the reader) whether its target's replica is the ring's assigner now.
 func (r *ring) begin(ctx context.Context, e faultlog.Entry) int {
 	e.Assigner = e.Replica != "" && r.assigner(ctx) == e.Replica
+	if e.Assigner {
+		e.Note += "; the assigner"
+	}
 	return r.log.Begin(e)
 }
 

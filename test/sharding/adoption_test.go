@@ -31,11 +31,7 @@ import (
 func TestACrashedReplicasObjectsAreAdoptedBeforeAnyWrite(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
-	for _, name := range []string{"a", "b", "c"} {
-		r.start(name)
-	}
-	names := r.createObjects(60)
-	r.waitSettled(names, time.Minute)
+	names := r.startSettled([]string{"a", "b", "c"}, 60, time.Minute)
 	// A create handler still under way at the crash, whose outcome the
 	// survivors cannot write, would run again (at least once).
 	r.waitCreates(names)
@@ -125,11 +121,7 @@ func TestWithoutStandbyAdoptersListTheDeadMembersObjects(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
 	r.noStandby = true
-	for _, name := range []string{"a", "b"} {
-		r.start(name)
-	}
-	names := r.createObjects(20)
-	r.waitSettled(names, time.Minute)
+	names := r.startSettled([]string{"a", "b"}, 20, time.Minute)
 	adopted := r.ownedBy("a", names)
 	r.crash("a")
 	dead := r.member("a")
@@ -222,11 +214,7 @@ func sortedMembers(ms []string) []string {
 func TestABucketLabelEditedByHandIsPutRight(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
-	for _, name := range []string{"a", "b", "c"} {
-		r.start(name)
-	}
-	names := r.createObjects(40)
-	r.waitSettled(names, time.Minute)
+	names := r.startSettled([]string{"a", "b", "c"}, 40, time.Minute)
 	r.waitCreates(names)
 	owned, _, _ := r.owners()
 	adopters := sortedMembers([]string{r.member("b"), r.member("c")})
@@ -299,11 +287,7 @@ func patchLabels(t *testing.T, obj *unstructured.Unstructured, labels map[string
 func TestAnOwnerLabelEditedToAMemberThatDiesIsPutBack(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
-	for _, name := range []string{"a", "b", "c"} {
-		r.start(name)
-	}
-	names := r.createObjects(40)
-	r.waitSettled(names, time.Minute)
+	names := r.startSettled([]string{"a", "b", "c"}, 40, time.Minute)
 	r.waitCreates(names)
 	edited := r.ownedBy("a", names)[0]
 	keys := r.keys()

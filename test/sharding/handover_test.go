@@ -94,11 +94,7 @@ func TestRetriesSurviveHandover(t *testing.T) {
 func TestRingChurn(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
-	for _, name := range []string{"a", "b", "c"} {
-		r.start(name)
-	}
-	names := r.createObjects(120)
-	r.waitSettled(names, time.Minute)
+	names := r.startSettled([]string{"a", "b", "c"}, 120, time.Minute)
 
 	ch := startChurn(t, r, names)
 	r.start("d")

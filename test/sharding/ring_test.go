@@ -152,6 +152,18 @@ func (r *testRing) start(name string) *replica {
 	return rep
 }
 
+// startSettled starts the replicas, creates n objects, and waits until
+// the ring has settled them (within timeout): the start of most tests.
+func (r *testRing) startSettled(replicas []string, n int, timeout time.Duration) []string {
+	r.t.Helper()
+	for _, name := range replicas {
+		r.start(name)
+	}
+	names := r.createObjects(n)
+	r.waitSettled(names, timeout)
+	return names
+}
+
 // handlersOf registers the detector's handlers: create, update, delete,
 // a daemon and a timer, all recording where they run.
 func (r *testRing) handlersOf(res *handlers.Resource[*unstructured.Unstructured], name string) {

@@ -20,11 +20,7 @@ import (
 func TestRingShares300(t *testing.T) {
 	kopftest.NoLeaks(t)
 	r := newRing(t)
-	for _, name := range []string{"a", "b", "c"} {
-		r.start(name)
-	}
-	names := r.createObjects(300)
-	r.waitSettled(names, 2*time.Minute)
+	names := r.startSettled([]string{"a", "b", "c"}, 300, 2*time.Minute)
 	r.waitCreates(names)
 	for _, name := range names {
 		if got := r.det.creates(name); len(got) != 1 {

@@ -109,11 +109,7 @@ func TestAStoppingReplicaGainsNothingFromADeath(t *testing.T) {
 	r := newRing(t)
 	r.grace = 25 * time.Second
 	release := stubbornOn(t, r, "b")
-	for _, name := range []string{"a", "b", "c", "d"} {
-		r.start(name)
-	}
-	names := r.createObjects(80)
-	r.waitSettled(names, time.Minute)
+	names := r.startSettled([]string{"a", "b", "c", "d"}, 80, time.Minute)
 	r.waitCreates(names)
 	ofD, ofA := r.ownedBy("d", names), r.ownedBy("a", names)
 	r.ownedBy("b", names) // b must hold some: its stubborn daemon keeps its stop going
