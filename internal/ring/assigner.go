@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,16 +59,23 @@ type AssignerSettings struct {
 	// while this replica is the assigner, and none when it stops being
 	// the assigner.
 	OnMembers func(live []string)
-	// OnEpoch, if set, is told the members that the ring's assigner
-	// published (this replica or another) whenever this replica sees them,
-	// while it follows the ring's Leases: every member hands over the
-	// objects that hash to another of them.
+	// OnEpoch, if set, is told the epoch that the ring's assigner
+	// published (this replica or another) whenever this replica sees it:
+	// every member hands over the objects that hash to another member.
 	OnEpoch func(sharding.Epoch)
-	// OnSilent, if set, is told, once per Lease version, of a live member
-	// whose Lease has gone unrenewed for one and a half renew periods
-	// while this replica follows the ring's Leases: it may be dead, and
-	// its objects then move at the end of its lease duration.
+	// OnSilent, if set, is told, once each time the epoch lists it so,
+	// of a live member whose Lease the assigner has seen go unrenewed for
+	// one and a half renew periods: it may be dead, and its objects then
+	// move at the end of its lease duration.
 	OnSilent func(member string)
+	// Member, if set, is this replica's member's name ("" until it has
+	// joined): the replica follows the ring's Leases and campaigns only
+	// while the epoch names it a candidate (sharding.md, "Candidates").
+	// An assigner without one (apart from the members) always does.
+	Member func() string
+	// Candidates is how many members are candidates (default
+	// DefaultCandidates).
+	Candidates int
 }
 
 // finalizerOf is the finalizer that a placement of an object of the kind
@@ -89,6 +97,12 @@ func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
 	}
 	if len(s.Kinds) == 0 {
 		return s, errors.New("a ring's assigner needs the kinds it shards")
+	}
+	switch {
+	case s.Candidates < 0:
+		return s, fmt.Errorf("a ring's candidates must not be negative, not %d", s.Candidates)
+	case s.Candidates == 0:
+		s.Candidates = DefaultCandidates
 	}
 	switch {
 	case s.Workers < 0:
@@ -178,30 +192,65 @@ func NewAssigner(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapp
 	return a, nil
 }
 
-// NeedLeaderElection is false: every replica campaigns, in the ring's own
+// NeedLeaderElection is false: replicas campaign in the ring's own
 // election rather than the manager's.
 func (a *Assigner) NeedLeaderElection() bool { return false }
 
-// Start follows the ring's Leases and campaigns until ctx ends, and
-// assigns whenever it wins; it returns nil once everything it started has
-// stopped. A term that fails to start is logged and tried again after a
-// lease duration.
+// member is this replica's member's name; "" if none or not joined yet.
+func (a *Assigner) member() string {
+	if a.s.Member == nil {
+		return ""
+	}
+	return a.s.Member()
+}
+
+// Start watches the ring's epoch and election until ctx ends, and stands
+// as a candidate whenever the replica is one: it follows the ring's
+// Leases, campaigns, and assigns whenever it wins. It returns nil once
+// everything it started has stopped.
 func (a *Assigner) Start(ctx context.Context) error {
-	f, err := a.newFollower()
+	o, err := a.newObserver()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	following := make(chan struct{})
-	go func() {
-		defer close(following)
-		f.run(ctx)
+	var observing sync.WaitGroup
+	observing.Go(func() { o.run(ctx) })
+	defer observing.Wait()
+	defer cancel()
+	for o.await(ctx, true) {
+		a.stand(ctx, o)
+	}
+	return nil
+}
+
+// stand is one candidacy: it follows the ring's Leases and campaigns
+// until ctx ends, or until the replica is no candidate any more while it
+// does not lead. A term that fails to start is logged and tried again
+// after a lease duration.
+func (a *Assigner) stand(ctx context.Context, o *observer) {
+	f, err := a.newFollower()
+	if err != nil {
+		a.s.Logger.Error(err, "This replica cannot follow the ring's Leases; it does not campaign.")
+		return
+	}
+	a.s.Logger.V(1).Info("This replica is a candidate: it follows the ring's Leases and campaigns to be the assigner.")
+	defer func() {
+		if ctx.Err() == nil {
+			a.s.Logger.V(1).Info("This replica is no candidate any more: it watches the ring's epoch and election alone.")
+		}
 	}()
-	defer func() { <-following }()
+	ctx, cancel := context.WithCancel(ctx)
+	var following sync.WaitGroup
+	following.Go(func() { f.run(ctx) })
+	defer following.Wait()
 	defer cancel()
 	for ctx.Err() == nil {
-		err := a.campaign(ctx, f)
-		if err == nil || ctx.Err() != nil {
+		err := a.candidacy(ctx, o, f)
+		if is, _ := o.candidate(a.member(), a.s.Clock.Now()); !is || ctx.Err() != nil {
+			return
+		}
+		if err == nil {
 			continue
 		}
 		a.s.Logger.Error(err, "The ring's assigner stopped; it campaigns again after a lease duration.")
@@ -210,15 +259,31 @@ func (a *Assigner) Start(ctx context.Context) error {
 		case <-a.s.Clock.After(a.s.LeaseDuration):
 		}
 	}
-	return nil
+}
+
+// candidacy runs one campaign, which ends early if the replica stops
+// being a candidate before it wins.
+func (a *Assigner) candidacy(ctx context.Context, o *observer, f *follower) error {
+	watching, stop := context.WithCancel(ctx)
+	resigned := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if o.await(watching, false) {
+			close(resigned)
+		}
+	})
+	defer wg.Wait()
+	defer stop()
+	return a.campaign(ctx, f, o.seen(), resigned)
 }
 
 // campaign runs one election until this replica has led and lost, or ctx
-// ends. The election runs under a context of its own, cancelled only
-// after the term has stopped, so that the Lease is released (which lets
-// another replica lead at once) only when this one writes no more.
-func (a *Assigner) campaign(ctx context.Context, f *follower) error {
-	el, err := NewElector(a.election, a.electorConfig())
+// ends, or resigned is closed before it wins. The election runs under a
+// context of its own, cancelled only after the term has stopped, so that
+// the Lease is released (which lets another replica lead at once) only
+// when this one writes no more.
+func (a *Assigner) campaign(ctx context.Context, f *follower, seen Observation, resigned <-chan struct{}) error {
+	el, err := NewElector(a.election, a.electorConfig(seen))
 	if err != nil {
 		return fmt.Errorf("elect the assigner: %w", err)
 	}
@@ -234,6 +299,7 @@ func (a *Assigner) campaign(ctx context.Context, f *follower) error {
 	}()
 	select {
 	case <-ctx.Done():
+	case <-resigned:
 	case leading := <-won:
 		err = a.lead(ctx, leading, f)
 	}
@@ -257,8 +323,9 @@ func (a *Assigner) lead(ctx, leading context.Context, f *follower) error {
 
 // electorConfig is the configuration of one campaign, on the assigner's
 // clock.
-func (a *Assigner) electorConfig() ElectorConfig {
+func (a *Assigner) electorConfig(seen Observation) ElectorConfig {
 	return ElectorConfig{
+		Seen:          seen,
 		Name:          AssignerLease(a.s.Ring),
 		Identity:      a.s.Identity,
 		LeaseDuration: a.s.LeaseDuration,

@@ -34,6 +34,11 @@ type ElectorConfig struct {
 	// Name is the Lease's; Identity is the candidate's.
 	Name, Identity                            string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Seen, if set, is the record as this process last saw it change
+	// before the campaign began: a record that is still the same is due
+	// at the expiry counted from then, not from the campaign's first read
+	// (a replica that watched the election before it campaigned).
+	Seen Observation
 	// PollPeriod is how often a candidate reads the Lease in case its
 	// watch is stuck (RetryPeriod if zero). The watch brings every
 	// renewal, and a stuck one costs no safety: the candidate tries at
@@ -100,11 +105,11 @@ func (e *Elector) Run(ctx context.Context, won chan<- context.Context) {
 	e.release(ctx, held)
 }
 
-// observation is the record a candidate last saw change, and when; a nil
-// lease is an absent one.
-type observation struct {
-	lease *coordinationv1.Lease
-	at    time.Time
+// Observation is the record a candidate last saw change, and when, by
+// its own clock; a nil Lease is an absent one.
+type Observation struct {
+	Lease *coordinationv1.Lease
+	At    time.Time
 }
 
 // campaign follows the Lease until this candidate acquires it, and
@@ -113,7 +118,9 @@ type observation struct {
 func (e *Elector) campaign(ctx context.Context) (held *coordinationv1.Lease, renewed time.Time, ok bool) {
 	poll := e.c.Clock.NewTicker(e.c.PollPeriod)
 	defer poll.Stop()
-	var seen observation
+	// What this process saw before counts: a record unchanged since is
+	// as old as then.
+	seen := e.c.Seen
 	// expiry fires when the record seen expires; nil while none is held.
 	var expiry clock.Timer
 	var expired <-chan time.Time
@@ -134,21 +141,21 @@ func (e *Elector) campaign(ctx context.Context) (held *coordinationv1.Lease, ren
 	// anew. A record that is free now is tried at once.
 	consider := func(lease *coordinationv1.Lease) (acquired bool) {
 		for attempt := 0; ; attempt++ {
-			if changed(seen.lease, lease) || seen.at.IsZero() {
-				seen = observation{lease: lease, at: e.c.Clock.Now()}
+			if changed(seen.Lease, lease) || seen.At.IsZero() {
+				seen = Observation{Lease: lease, At: e.c.Clock.Now()}
 				if expiry != nil {
 					expiry.Stop()
 					expiry, expired = nil, nil
 				}
-				if lease != nil && !e.free(lease) {
-					expiry = e.c.Clock.NewTimer(seen.at.Add(e.duration(lease)).Sub(e.c.Clock.Now()))
-					expired = expiry.C()
-				}
+			}
+			if expiry == nil && seen.Lease != nil && !e.free(seen.Lease) {
+				expiry = e.c.Clock.NewTimer(seen.At.Add(e.duration(seen.Lease)).Sub(e.c.Clock.Now()))
+				expired = expiry.C()
 			}
 			if !e.due(seen, e.c.Clock.Now()) {
 				return false
 			}
-			written, began, err := e.acquire(ctx, seen.lease)
+			written, began, err := e.acquire(ctx, seen.Lease)
 			switch {
 			case err == nil:
 				held, renewed = written, began
@@ -189,7 +196,7 @@ func (e *Elector) campaign(ctx context.Context) (held *coordinationv1.Lease, ren
 		case <-ctx.Done():
 			return nil, time.Time{}, false
 		case <-expired:
-			if consider(seen.lease) {
+			if consider(seen.Lease) {
 				return held, renewed, true
 			}
 		case <-poll.C():
@@ -275,8 +282,8 @@ func (e *Elector) duration(lease *coordinationv1.Lease) time.Duration {
 }
 
 // due reports whether the record seen may be acquired at now.
-func (e *Elector) due(seen observation, now time.Time) bool {
-	return seen.lease == nil || e.free(seen.lease) || !now.Before(seen.at.Add(e.duration(seen.lease)))
+func (e *Elector) due(seen Observation, now time.Time) bool {
+	return seen.Lease == nil || e.free(seen.Lease) || !now.Before(seen.At.Add(e.duration(seen.Lease)))
 }
 
 // isRace reports whether a write lost to another writer.

@@ -54,7 +54,13 @@ func candidateAfterFirstRead(t *testing.T, lease *coordinationv1.Lease) (*clockt
 
 func startCandidate(t *testing.T, leases ElectionLeases, clk *clocktesting.FakeClock, id string) *candidate {
 	t.Helper()
-	el, err := NewElector(leases, ElectorConfig{Name: electedLease, Identity: id,
+	return startCandidateSeen(t, leases, clk, id, Observation{})
+}
+
+// startCandidateSeen starts a candidate that saw the record before.
+func startCandidateSeen(t *testing.T, leases ElectionLeases, clk *clocktesting.FakeClock, id string, seen Observation) *candidate {
+	t.Helper()
+	el, err := NewElector(leases, ElectorConfig{Name: electedLease, Identity: id, Seen: seen,
 		LeaseDuration: testLease, RenewDeadline: testDeadline, RetryPeriod: testRetry, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +118,61 @@ func TestElectorAcquiresAtTheObservedExpiry(t *testing.T) {
 		t.Errorf("the acquired record -want +got:\n%s", diff)
 	}
 	c.leading(t)
+}
+
+// A record that the replica saw before it campaigned counts from then,
+// if it is still the same: a replica whose candidacy began because
+// nobody renewed the election does not wait another lease duration. A
+// record it saw that has changed since counts for nothing.
+func TestElectorCountsFromTheRecordSeenBeforeTheCampaign(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		same   bool
+		expiry time.Duration
+	}{
+		{"the same record", true, testLease - 10*time.Second},
+		{"a record changed since", false, testLease},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkNoLeaks(t)
+			clk := clocktesting.NewFakeClock(t0)
+			leases := newElectionLeases(clk, heldBy("other"))
+			seen := leases.lease.DeepCopy()
+			if !tc.same {
+				leases.write(func(s *coordinationv1.LeaseSpec) { s.RenewTime = ptr.To(metav1.NewMicroTime(t0)) })
+			}
+			c := startCandidateSeen(t, leases, clk, identity, Observation{Lease: seen, At: t0.Add(-10 * time.Second)})
+			leases.next(t, "get", t0)
+			leases.watching(t)
+			clk.Step(tc.expiry - time.Nanosecond)
+			// Only polls until the expiry (the elector has its moment to
+			// act on the step).
+			for quiet := time.After(200 * time.Millisecond); ; {
+				var call leaseCall
+				select {
+				case call = <-leases.calls:
+				case <-quiet:
+				}
+				if call.verb == "" {
+					break
+				}
+				if call.verb != "get" {
+					t.Fatalf("%s at %s, before the record seen expired", call.verb, call.at.Sub(t0))
+				}
+			}
+			clk.Step(time.Nanosecond)
+			for {
+				call := leases.any(t)
+				if call.verb == "update" {
+					if got := call.at.Sub(t0); got != tc.expiry {
+						t.Errorf("acquired %s after the campaign began, want %s", got, tc.expiry)
+					}
+					break
+				}
+			}
+			c.leading(t)
+		})
+	}
 }
 
 // A renewal that the watch shows counts from when it was seen: the

@@ -43,6 +43,9 @@ const (
 	// written a margin before each retirement (sharding.Epoch's
 	// WrittenBefore).
 	WrittenBeforeAnnotation = keys.ShardPrefix + "/written-before"
+	// AssignerAnnotation names the member whose replica published the
+	// epoch (sharding.Epoch's Assigner).
+	AssignerAnnotation = keys.ShardPrefix + "/assigner"
 )
 
 // epochAPI is what publishing the ring's members needs of its namespace's
@@ -66,8 +69,9 @@ func readEpoch(ctx context.Context, leases epochAPI, ring string) (sharding.Epoc
 	return Published(lease), lease, nil
 }
 
-// publish writes the epoch onto the ring's epoch Lease, creating it on a
-// ring's first term; an epoch that is there already writes nothing. The
+// publish writes the epoch, and the members seen silent, onto the ring's
+// epoch Lease, creating it on a ring's first term; an epoch that is there
+// already writes nothing. The
 // update is guarded by the Lease's resourceVersion: of two assigners at
 // once (one cut off, not yet aware), the one that read last writes, and
 // the other's next change of members writes again.
@@ -78,8 +82,9 @@ func readEpoch(ctx context.Context, leases epochAPI, ring string) (sharding.Epoc
 // their objects' adopters work on them on the epoch's word, so a member
 // is retired only once the assigner counts it dead, as it moved its
 // objects before (docs/sharding.md, "Adoption").
-func publish(ctx context.Context, leases epochAPI, ring, identity string, e sharding.Epoch) error {
+func publish(ctx context.Context, leases epochAPI, ring, identity string, e sharding.Epoch, silent []string) error {
 	want := epochAnnotations(e)
+	want[SilentAnnotation] = strings.Join(silent, ",")
 	name := EpochLease(ring)
 	_, lease, err := readEpoch(ctx, leases, ring)
 	switch {
@@ -125,6 +130,7 @@ func epochAnnotations(e sharding.Epoch) map[string]string {
 		StoppedAnnotation:       serials(e.Stopped),
 		HeldAnnotation:          heldBuckets(e.Held),
 		WrittenBeforeAnnotation: versions(e.WrittenBefore),
+		AssignerAnnotation:      e.Assigner,
 	}
 }
 
@@ -225,7 +231,7 @@ func Published(lease *coordinationv1.Lease) sharding.Epoch {
 	serial, _ := strconv.ParseInt(lease.Annotations[SerialAnnotation], 10, 64)
 	e := sharding.Epoch{Serial: serial, Members: members, Stopping: stopping,
 		Joined: parseSerials(lease.Annotations[JoinedAnnotation]), Retired: parseSerials(lease.Annotations[RetiredAnnotation]),
-		Version: lease.ResourceVersion}
+		Version: lease.ResourceVersion, Assigner: lease.Annotations[AssignerAnnotation]}
 	for pair := range strings.SplitSeq(lease.Annotations[WrittenBeforeAnnotation], ",") {
 		name, version, ok := strings.Cut(strings.TrimSpace(pair), "=")
 		if ok && name != "" && version != "" && e.IsRetired(name) {

@@ -19,7 +19,7 @@ func TestPublish(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
 	leases := cs.CoordinationV1().Leases("ops")
-	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m1", "m2"}}); err != nil {
+	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m1", "m2"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
@@ -36,13 +36,13 @@ func TestPublish(t *testing.T) {
 		t.Errorf("the epoch Lease %s counts as a member's", lease.Name)
 	}
 	writes := len(cs.Actions())
-	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m1", "m2"}}); err != nil {
+	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m1", "m2"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(cs.Actions()) - writes; n != 1 {
 		t.Errorf("publishing the same members again took %d requests, want 1 (the read)", n)
 	}
-	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m2"}}); err != nil {
+	if err := publish(ctx, leases, "main", identity, sharding.Epoch{Members: []string{"m2"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	lease, _ = leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
@@ -59,13 +59,16 @@ func TestPublishedEpoch(t *testing.T) {
 	cs := fake.NewClientset()
 	leases := cs.CoordinationV1().Leases("ops")
 	want := sharding.Epoch{Serial: 7, Members: []string{"m1", "m3"}, Stopping: []string{"m3"},
-		Joined: map[string]int64{"m1": 1, "m3": 6}, Retired: map[string]int64{"m2": 6, "m0": 3}}
-	if err := publish(ctx, leases, "main", identity, want); err != nil {
+		Joined: map[string]int64{"m1": 1, "m3": 6}, Retired: map[string]int64{"m2": 6, "m0": 3}, Assigner: "m1"}
+	if err := publish(ctx, leases, "main", identity, want, []string{"m3"}); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := lease.Annotations[SilentAnnotation]; got != "m3" {
+		t.Errorf("the silent members are written %q, want m3", got)
 	}
 	if got := lease.Annotations[RetiredAnnotation]; got != "m0=3,m2=6" {
 		t.Errorf("the retired members are written %q, want m0=3,m2=6", got)
@@ -107,7 +110,7 @@ func TestPublishedStops(t *testing.T) {
 		Joined: map[string]int64{"m1": 1, "m3": 1}, Retired: map[string]int64{"m2": 6, "m0": 3},
 		Stopped: map[string]int64{"m3": 8}, WrittenBefore: map[string]string{"m2": "4711"},
 		Held: map[string]map[sharding.Retirement]sharding.BucketSet{"m3": {{Member: "m2", At: 6}: some, {Member: "m0", At: 3}: others}}}
-	if err := publish(ctx, leases, "main", identity, want); err != nil {
+	if err := publish(ctx, leases, "main", identity, want, nil); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := leases.Get(ctx, EpochLease("main"), metav1.GetOptions{})
@@ -141,7 +144,7 @@ func TestPublishedStops(t *testing.T) {
 func TestPublishedTolerates(t *testing.T) {
 	cs := fake.NewClientset()
 	leases := cs.CoordinationV1().Leases("ops")
-	_ = publish(context.Background(), leases, "main", identity, sharding.Epoch{Members: nil})
+	_ = publish(context.Background(), leases, "main", identity, sharding.Epoch{Members: nil}, nil)
 	lease, _ := leases.Get(context.Background(), EpochLease("main"), metav1.GetOptions{})
 	if got := Published(lease).Members; len(got) != 0 {
 		t.Errorf("no members published, read %v", got)

@@ -17,13 +17,14 @@ import (
 	"github.com/kopf-go/kopf/internal/sharding"
 )
 
-// follower follows the ring's Leases for as long as the replica campaigns
-// to be the assigner, whether it leads or not. A replica that becomes the
-// assigner then knows how long each member has gone without renewing, and
-// can count a member dead as soon as its lease duration has run out,
-// rather than a whole lease duration after its own term began, as an
-// observer without history must (sharding.md, "The assigner"). The
-// ring's Leases are few and small: every replica can afford to watch them.
+// follower follows the ring's Leases while the replica is a candidate
+// (sharding.md, "Candidates"), whether it leads or not. A candidate that
+// becomes the assigner then knows how long each member has gone without
+// renewing, and can count a member dead as soon as its lease duration
+// has run out, rather than a whole lease duration after its own term
+// began, as an observer without history must (sharding.md, "The
+// assigner"). Only the candidates follow: what the ring receives of its
+// Leases then grows with its size, not with its square.
 type follower struct {
 	a        *Assigner
 	live     *sharding.Liveness
@@ -89,42 +90,24 @@ func (f *follower) run(ctx context.Context) {
 	if toolscache.WaitForCacheSync(ctx.Done(), f.informer.HasSynced) {
 		f.live.Listed(f.a.s.Clock.Now())
 		f.poke()
-		if f.a.s.OnSilent != nil {
-			informing.Go(func() { f.tellSilent(ctx) })
-		}
 	}
 	informing.Wait()
 }
 
-// tellSilent tells OnSilent, until ctx ends, of every member whose Lease
-// goes unrenewed for one and a half renew periods, once per version: a
-// member renews every renew period, so one that missed a renewal and a
-// half is likely dead, and its lease duration still has most of its
-// time to run. It looks every half renew period.
-func (f *follower) tellSilent(ctx context.Context) {
-	period := f.a.s.RenewPeriod
-	ticker := f.a.s.Clock.NewTicker(period / 2)
-	defer ticker.Stop()
-	told := map[string]string{}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
-		silent := f.live.Silent(f.a.s.Clock.Now(), period*silentAfter/2)
-		for member, version := range silent {
-			if told[member] != version {
-				told[member] = version
-				f.a.s.OnSilent(member)
-			}
-		}
-		for member := range told {
-			if _, ok := silent[member]; !ok {
-				delete(told, member)
-			}
+// silentAmong are the members of live whose Leases have gone unrenewed
+// for one and a half renew periods at now, sorted: a member renews every
+// renew period, so one that missed a renewal and a half is likely dead,
+// and its lease duration still has most of its time to run. The
+// assigner lists them on the epoch (SilentAnnotation).
+func (f *follower) silentAmong(live []string, now time.Time) []string {
+	silent := f.live.Silent(now, f.a.s.RenewPeriod*silentAfter/2)
+	var out []string
+	for _, m := range live {
+		if _, ok := silent[m]; ok {
+			out = append(out, m)
 		}
 	}
+	return out
 }
 
 // silentAfter is, in half renew periods, how long a member's Lease goes
@@ -142,12 +125,6 @@ func (f *follower) seen(obj any) {
 		return
 	}
 	f.versions.saw(lease.ResourceVersion, f.a.s.Clock.Now())
-	if lease.Name == EpochLease(f.a.s.Ring) {
-		if f.a.s.OnEpoch != nil {
-			f.a.s.OnEpoch(Published(lease))
-		}
-		return
-	}
 	member, ok := MemberOfLease(f.a.s.Ring, lease.Name)
 	if !ok {
 		return

@@ -39,6 +39,7 @@ type term struct {
 	mu          sync.Mutex
 	members     []string // the live members, as last computed
 	stopping    []string // those of them that stop: nothing new goes to them
+	silent      []string // those of them listed silent on the epoch
 	round       int      // counts the changes of members and of the epoch
 	unpublished bool     // the last publication of the members failed
 	// epoch is the ring's epoch as last published (or read at the term's
@@ -302,11 +303,15 @@ func (t *term) putBack(k key, s seen) {
 	}
 }
 
-// follow recomputes the live members at every Lease event and whenever
-// a member's Lease would expire, until ctx ends. What failed (a member's
+// follow recomputes the live members at every Lease event, whenever
+// a member's Lease would expire, and every half renew period (the silent
+// ones), until ctx ends. What failed (a member's
 // death could not be confirmed, the objects could not be listed) is
 // tried again after a renew period.
 func (t *term) follow(ctx context.Context) {
+	// Silences come without an event: looked for every half renew period.
+	silences := t.a.s.Clock.NewTicker(t.a.s.RenewPeriod / 2)
+	defer silences.Stop()
 	for {
 		again := t.recount(ctx)
 		var expiry <-chan time.Time
@@ -324,6 +329,7 @@ func (t *term) follow(ctx context.Context) {
 		case <-ctx.Done():
 		case <-t.f.changed:
 		case <-expiry:
+		case <-silences.C():
 		}
 		if timer != nil {
 			timer.Stop()
@@ -365,15 +371,19 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	doubting := t.f.live.Doubting(now)
 	held, unsure := t.held(ctx, live, now)
 	stopping := t.f.stoppingAmong(live)
+	silent := t.f.silentAmong(live, now)
 	t.mu.Lock()
 	unaware := t.f.unawareAmong(slices.Concat(live, held))
 	next, same := t.epoch.Next(slices.Concat(live, held), stopping, t.gone, unaware)
+	// A candidate while it leads, whoever is oldest; written even if the
+	// epoch is the same (publish compares the annotations).
+	next.Assigner = t.a.member()
 	// A late write of a member retired now may have landed within the
 	// margin before: its adopters wait out the margin on what was
 	// written since.
 	next.RecordWrittenBefore(t.epoch, t.f.versions.before(now.Add(-(t.a.s.LeaseDuration - t.a.s.RenewDeadline))))
 	changed := t.round == 0 || !slices.Equal(live, t.members) || !slices.Equal(stopping, t.stopping) || doubting != t.doubting
-	if !changed && same && !t.unpublished {
+	if !changed && same && !t.unpublished && slices.Equal(silent, t.silent) {
 		t.mu.Unlock()
 		return len(pending) > 0 || unsure
 	}
@@ -401,12 +411,15 @@ func (t *term) recount(ctx context.Context) (again bool) {
 	// sweep leaves out.
 	// The placements in flight land first (placing).
 	t.placing.Lock()
-	err = publish(ctx, leases, t.a.s.Ring, t.a.s.Identity, next)
+	err = publish(ctx, leases, t.a.s.Ring, t.a.s.Identity, next, silent)
 	if err != nil && ctx.Err() == nil {
 		t.a.s.Logger.Error(err, "The ring's epoch could not be published; the members do not hand over to the new ones nor adopt the retired ones' objects until it is, and it is tried again after a renew period.")
 	}
 	t.mu.Lock()
 	t.unpublished = err != nil
+	if err == nil {
+		t.silent = silent
+	}
 	if err == nil && !same {
 		t.epoch = next
 		t.gone = nil

@@ -43,8 +43,9 @@ import (
 //
 // Version is the resourceVersion of the Lease the epoch was read from (""
 // if it was not read from one): the API server's order of writes, in
-// which the objects' versions compare with it. It is no part of the
-// epoch's content (Same).
+// which the objects' versions compare with it. Assigner is the member
+// whose replica published it ("" if none, or unknown): a candidate while
+// it leads (Candidates). Neither is part of the epoch's content (Same).
 type Epoch struct {
 	Serial   int64
 	Members  []string
@@ -56,6 +57,7 @@ type Epoch struct {
 	// WrittenBefore: see above.
 	WrittenBefore map[string]string
 	Version       string
+	Assigner      string
 }
 
 // Retirement names a retired member and the serial of its retirement: a
@@ -414,4 +416,40 @@ func (e Epoch) Same(other Epoch) bool {
 		maps.Equal(e.Retired, other.Retired) && slices.Equal(e.Stopping, other.Stopping) &&
 		maps.Equal(e.Stopped, other.Stopped) && maps.EqualFunc(e.Held, other.Held, maps.Equal) &&
 		maps.Equal(e.WrittenBefore, other.WrittenBefore)
+}
+
+// Candidates are the k members that follow every member's Lease and
+// campaign to be the ring's assigner (docs/sharding.md, "Candidates"):
+// the assigner, if it is a member, and the longest-standing others, by
+// the serial at which they joined, then by name, those that stop only if
+// fewer do not. The rest watch the epoch and the election alone, so that
+// what a ring receives of its Leases grows with its size, not with its
+// square. The oldest, because a join then changes no candidate: only a
+// candidate's leave or stop, or a new assigner, brings in another, which
+// then starts following. None without members (a ring before its first
+// epoch: every replica campaigns).
+func (e Epoch) Candidates(k int) []string {
+	var out []string
+	others := e.Members
+	if k > 0 && slices.Contains(e.Members, e.Assigner) {
+		out = append(out, e.Assigner)
+		others = slices.DeleteFunc(slices.Clone(others), func(m string) bool { return m == e.Assigner })
+		k--
+	}
+	others = slices.Clone(others)
+	slices.SortStableFunc(others, func(a, b string) int {
+		return cmp.Or(cmp.Compare(btoi(slices.Contains(e.Stopping, a)), btoi(slices.Contains(e.Stopping, b))),
+			cmp.Compare(e.Joined[a], e.Joined[b]))
+	})
+	out = append(out, others[:min(k, len(others))]...)
+	slices.Sort(out)
+	return out
+}
+
+// btoi orders false before true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

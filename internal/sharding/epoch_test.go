@@ -464,3 +464,38 @@ func TestEpochCarriesTheVersionWrittenBeforeEachRetirement(t *testing.T) {
 		t.Errorf("after a was dropped: %v", e5.WrittenBefore)
 	}
 }
+
+func TestCandidatesAreTheAssignerAndTheOldestMembersThatDoNotStop(t *testing.T) {
+	e := Epoch{Members: []string{"a", "b", "c", "d", "e"}, Joined: map[string]int64{"a": 4, "b": 1, "c": 1, "d": 2, "e": 3}}
+	if got, want := e.Candidates(3), []string{"b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("candidates = %v, want the three that joined first, ties by name: %v", got, want)
+	}
+	e.Stopping = []string{"c"}
+	if got, want := e.Candidates(3), []string{"b", "d", "e"}; !slices.Equal(got, want) {
+		t.Errorf("with c stopping, candidates = %v, want %v", got, want)
+	}
+	e.Stopping = []string{"a", "b", "c", "d"}
+	if got, want := e.Candidates(3), []string{"b", "c", "e"}; !slices.Equal(got, want) {
+		t.Errorf("with all but e stopping, candidates = %v, want e and the oldest stopping ones: %v", got, want)
+	}
+	e.Members = append(e.Members, "f") // joined later than all
+	e.Joined["f"] = 9
+	e.Stopping = nil
+	if got, want := e.Candidates(3), []string{"b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("after a join, candidates = %v, want them unchanged: %v", got, want)
+	}
+	e.Assigner = "f"
+	if got, want := e.Candidates(3), []string{"b", "c", "f"}; !slices.Equal(got, want) {
+		t.Errorf("with f the assigner, candidates = %v, want f and the two oldest others: %v", got, want)
+	}
+	e.Assigner = "gone"
+	if got, want := e.Candidates(3), []string{"b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("with an assigner that is no member, candidates = %v, want the three oldest: %v", got, want)
+	}
+	if got := e.Candidates(10); len(got) != 6 {
+		t.Errorf("a ring smaller than k: candidates = %v, want every member", got)
+	}
+	if got := (Epoch{}).Candidates(3); len(got) != 0 {
+		t.Errorf("an epoch without members has candidates %v", got)
+	}
+}

@@ -121,7 +121,7 @@ func (r *testRing) start(name string) *replica {
 	if r.register != nil {
 		r.register(reg, res, name)
 	}
-	cut := &cutter{}
+	cut := &cutter{memberLease: []byte("kopf-shard-" + r.ringName() + "-")}
 	cfg := rest.CopyConfig(cmp.Or(r.config, env.Config))
 	cfg.WrapTransport = cut.wrap
 	lost := make(chan struct{})
@@ -439,6 +439,25 @@ type cutter struct {
 	// listed counts the KopfExamples that the replica's lists returned,
 	// and the initial events of its watch-lists, by their label selector.
 	listed map[string]int
+	// memberLease is the prefix of the names of the ring's members'
+	// Leases; memberEvents counts the events of those that the replica
+	// received.
+	memberLease  []byte
+	memberEvents int
+}
+
+// followsLeases tells whether the replica has a watch of the ring's
+// Leases open (a candidate's, sharding.md "Candidates"), and how many
+// events of members' Leases its watches brought so far.
+func (c *cutter) followsLeases() (bool, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for b := range c.bodies {
+		if b.follows {
+			return true, c.memberEvents
+		}
+	}
+	return false, c.memberEvents
 }
 
 // addListed counts items listed with the label selector.
@@ -555,7 +574,12 @@ func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
 				return nil, err
 			}
 		}
-		body := &cutBody{ReadCloser: resp.Body, c: c, watch: watch}
+		leases := req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/leases") && req.URL.Query().Get("watch") == "true"
+		body := &cutBody{ReadCloser: resp.Body, c: c, watch: watch,
+			follows: leases && strings.Contains(req.URL.Query().Get("labelSelector"), ring.RingLabel)}
+		if leases && len(c.memberLease) > 0 {
+			body.members = &occurrences{marker: c.memberLease, found: c.memberEvent}
+		}
 		if watch && req.URL.Query().Get("sendInitialEvents") == "true" {
 			body.initial = &initialEvents{c: c, selector: req.URL.Query().Get("labelSelector")}
 		}
@@ -594,6 +618,34 @@ type cutBody struct {
 	watch bool
 	// initial, if set, counts the initial events of a watch-list.
 	initial *initialEvents
+	// follows: a watch of the ring's Leases, by their label; members, if
+	// set, counts in a watch of Leases the events of members' Leases:
+	// each names its Lease once, in JSON as in protobuf.
+	follows bool
+	members *occurrences
+}
+
+// occurrences counts a marker in a stream, across its reads' bounds.
+type occurrences struct {
+	marker []byte
+	found  func()
+	tail   []byte
+}
+
+func (o *occurrences) scan(data []byte) {
+	buf := append(o.tail, data...)
+	for i := bytes.Index(buf, o.marker); i >= 0; i = bytes.Index(buf, o.marker) {
+		o.found()
+		buf = buf[i+len(o.marker):]
+	}
+	o.tail = append(o.tail[:0], buf[max(0, len(buf)-len(o.marker)+1):]...)
+}
+
+// memberEvent counts an event of a member's Lease.
+func (c *cutter) memberEvent() {
+	c.mu.Lock()
+	c.memberEvents++
+	c.mu.Unlock()
 }
 
 func (b *cutBody) Read(p []byte) (int, error) {
@@ -603,6 +655,9 @@ func (b *cutBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if b.initial != nil {
 		b.initial.scan(p[:n])
+	}
+	if b.members != nil {
+		b.members.scan(p[:n])
 	}
 	return n, err
 }

@@ -391,6 +391,7 @@ func (r *Ownership) Runnables(e ownership.Engine) ([]manager.Runnable, error) {
 	}
 	s := r.assigner
 	s.Kinds, s.Finalizer, s.Finalized = e.Kinds, r.finalizer, e.Finalized
+	s.Member = r.member.Name
 	s.OnEpoch = func(e sharding.Epoch) {
 		if r.epoch.set(e) {
 			r.log.V(1).Info("The ring's epoch was published.", "epoch", e.Serial, "members", e.Members, "retired", e.RetiredNames())
