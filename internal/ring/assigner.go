@@ -274,16 +274,17 @@ func (a *Assigner) candidacy(ctx context.Context, o *observer, f *follower) erro
 	})
 	defer wg.Wait()
 	defer stop()
-	return a.campaign(ctx, f, o.seen(), resigned)
+	return a.campaign(ctx, f, o, resigned)
 }
 
 // campaign runs one election until this replica has led and lost, or ctx
-// ends, or resigned is closed before it wins. The election runs under a
+// ends, or resigned is closed before it wins. It watches the election
+// record through the observer. The election runs under a
 // context of its own, cancelled only after the term has stopped, so that
 // the Lease is released (which lets another replica lead at once) only
 // when this one writes no more.
-func (a *Assigner) campaign(ctx context.Context, f *follower, seen Observation, resigned <-chan struct{}) error {
-	el, err := NewElector(a.election, a.electorConfig(seen))
+func (a *Assigner) campaign(ctx context.Context, f *follower, o *observer, resigned <-chan struct{}) error {
+	el, err := NewElector(observedElection{ElectionLeases: a.election, o: o}, a.electorConfig(o.seen()))
 	if err != nil {
 		return fmt.Errorf("elect the assigner: %w", err)
 	}

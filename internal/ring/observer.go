@@ -65,6 +65,9 @@ type observer struct {
 	renewed  bool
 	// listedAt is when both informers had first listed (zero until then).
 	listedAt time.Time
+	// watches are the campaigns' watches of the election record
+	// (watchRecords).
+	watches map[*recordWatch]struct{}
 }
 
 // startGrace is how long a replica that has just started waits for the
@@ -98,7 +101,7 @@ func (a *Assigner) newObserver() (*observer, error) {
 // observing is an observer without its informers: what they tell it
 // comes through sawEpoch, sawRecord and listed.
 func (a *Assigner) observing() *observer {
-	return &observer{a: a, changed: make(chan struct{}, 1), silent: map[string]bool{}}
+	return &observer{a: a, changed: make(chan struct{}, 1), silent: map[string]bool{}, watches: map[*recordWatch]struct{}{}}
 }
 
 // namedLease is an informer of the one Lease with the given name in the
@@ -183,11 +186,62 @@ func (o *observer) sawRecord(obj any, listing bool) {
 	now := o.a.s.Clock.Now()
 	o.mu.Lock()
 	if o.recordAt.IsZero() || changed(o.record, lease) {
+		event := watch.Event{Type: watch.Modified, Object: lease}
+		if lease == nil {
+			event = watch.Event{Type: watch.Deleted, Object: o.record}
+		}
 		o.record, o.recordAt = lease, now
 		o.renewed = o.renewed || !listing
+		for w := range o.watches {
+			select {
+			case w.events <- event:
+			default: // a campaign behind: it watches again at its next read
+				delete(o.watches, w)
+				close(w.events)
+			}
+		}
 	}
 	o.mu.Unlock()
 	o.poke()
+}
+
+// watchRecords is a watch of the election record, fed by this observer's
+// informer: a candidate's campaign receives the election's renewals once,
+// not once more on a watch of its own.
+func (o *observer) watchRecords() watch.Interface {
+	w := &recordWatch{o: o, events: make(chan watch.Event, 16)}
+	o.mu.Lock()
+	o.watches[w] = struct{}{}
+	o.mu.Unlock()
+	return w
+}
+
+// recordWatch is one campaign's watch of the election record.
+type recordWatch struct {
+	o      *observer
+	events chan watch.Event
+}
+
+func (w *recordWatch) ResultChan() <-chan watch.Event { return w.events }
+
+func (w *recordWatch) Stop() {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	if _, ok := w.o.watches[w]; ok {
+		delete(w.o.watches, w)
+		close(w.events)
+	}
+}
+
+// observedElection is the election's Lease API for a campaign, with the
+// observer's watch in place of one of its own.
+type observedElection struct {
+	ElectionLeases
+	o *observer
+}
+
+func (l observedElection) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return l.o.watchRecords(), nil
 }
 
 // candidate tells whether the member (this replica's; "" if it has not

@@ -3,11 +3,13 @@ package ring
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -204,5 +206,45 @@ func TestObserverAwaitsTheCandidacy(t *testing.T) {
 	cancel()
 	if ok := <-became; ok {
 		t.Error("the wait ended with its context, and says the candidacy changed")
+	}
+}
+
+// A campaign's watch of the election record hears every change that the
+// observer sees, the deletion with the record deleted, and nothing of a
+// record seen again; one that falls behind is closed (its campaign
+// watches again at its next read), and a stopped one hears nothing.
+func TestObserverFeedsTheCampaignsWatch(t *testing.T) {
+	o, _ := testObserver(t, "a")
+	o.sawRecord(electionRecord("1"), true)
+	w := o.watchRecords()
+	o.sawRecord(electionRecord("1"), false)
+	o.sawRecord(electionRecord("2"), false)
+	o.sawRecord(nil, false)
+	for _, want := range []struct {
+		typ     watch.EventType
+		version string
+	}{{watch.Modified, "2"}, {watch.Deleted, "2"}} {
+		ev := <-w.ResultChan()
+		if lease, _ := ev.Object.(*coordinationv1.Lease); ev.Type != want.typ || lease == nil || lease.ResourceVersion != want.version {
+			t.Fatalf("event %s of %v, want %s of version %s", ev.Type, ev.Object, want.typ, want.version)
+		}
+	}
+	for i := range 20 {
+		o.sawRecord(electionRecord(strconv.Itoa(10+i)), false)
+	}
+	n := 0
+	for range w.ResultChan() {
+		n++
+	}
+	if n != 16 {
+		t.Errorf("a watch that fell behind held %d events before it was closed, want its 16", n)
+	}
+	w.Stop() // closed already: nothing happens
+
+	stopped := o.watchRecords()
+	stopped.Stop()
+	o.sawRecord(electionRecord("99"), false)
+	if _, open := <-stopped.ResultChan(); open {
+		t.Error("a stopped watch heard an event")
 	}
 }

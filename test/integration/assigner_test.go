@@ -253,7 +253,8 @@ func TestAssignerRetiresADeadMemberAfterTheLease(t *testing.T) {
 	// The assigner's clock is fake and stands still but when the test
 	// steps it: every renewal it sees counts from the time it shows then.
 	fake := clocktesting.NewFakeClock(time.Now())
-	// The follower tells of members whose Leases go unrenewed (the ring's
+	// The assigner lists on the epoch the members whose Leases go
+	// unrenewed, and every replica's observer tells of them (the ring's
 	// members collect garbage then, ahead of the takeover).
 	var silentMu sync.Mutex
 	silent := map[string]int{}
@@ -277,9 +278,10 @@ func TestAssignerRetiresADeadMemberAfterTheLease(t *testing.T) {
 	if !maps.Equal(before, placements(t, ns)) || logs.has("Members stopped renewing their Leases") || leaseVersion(t, ns, m3.LeaseName()) == "" {
 		t.Fatal("the assigner counted the stalled member dead before its lease duration had run out")
 	}
-	// The stalled member was told silent, once for its one version, however
-	// often the follower looks (the others, whose renewals the fake clock
-	// may not have caught up with yet at the first look, renew since).
+	// The stalled member was told silent, once while the epoch lists it,
+	// however often the assigner looks (the others, whose renewals the
+	// fake clock may not have caught up with yet at the first look, renew
+	// since).
 	eventually(t, "the stalled member told silent", func() bool {
 		silentMu.Lock()
 		defer silentMu.Unlock()
