@@ -91,4 +91,3 @@ func leaseTraffic(tb testing.TB, n int) leaseFigures {
 func countLeaseWrites(counts map[string]int) int {
 	return countWhere(counts, func(verb, resource string) bool { return isWriteVerb(verb) && resource == "leases" })
 }
-
