@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kopf-go/kopf/internal/sharding"
@@ -56,21 +54,10 @@ type release struct {
 // newFollower makes the informer of the ring's Leases, selected by the
 // ring's label, and the liveness it keeps.
 func (a *Assigner) newFollower() (*follower, error) {
-	leases := a.leases.Leases(a.s.Namespace)
 	selector := labels.SelectorFromSet(labels.Set{RingLabel: a.s.Ring}).String()
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = selector
-			return leases.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = selector
-			return leases.Watch(ctx, opts)
-		},
-	}
 	f := &follower{a: a, live: sharding.NewLiveness(a.s.LeaseDuration), changed: make(chan struct{}, 1), released: map[string]release{}, stopping: map[string]bool{}, stopsHold: map[string]bool{},
 		versions: versionLog{keep: 2 * (a.s.LeaseDuration - a.s.RenewDeadline)},
-		informer: toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})}
+		informer: a.leaseInformer(func(opts *metav1.ListOptions) { opts.LabelSelector = selector })}
 	if _, err := f.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    f.seen,
 		UpdateFunc: func(_, obj any) { f.seen(obj) },

@@ -107,15 +107,21 @@ func (a *Assigner) observing() *observer {
 // namedLease is an informer of the one Lease with the given name in the
 // ring's namespace.
 func (a *Assigner) namedLease(name string) toolscache.SharedIndexInformer {
-	leases := a.leases.Leases(a.s.Namespace)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	return a.leaseInformer(func(opts *metav1.ListOptions) { opts.FieldSelector = selector })
+}
+
+// leaseInformer is an informer of the Leases of the ring's namespace that
+// selection selects.
+func (a *Assigner) leaseInformer(selection func(*metav1.ListOptions)) toolscache.SharedIndexInformer {
+	leases := a.leases.Leases(a.s.Namespace)
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = selector
+			selection(&opts)
 			return leases.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
+			selection(&opts)
 			return leases.Watch(ctx, opts)
 		},
 	}
