@@ -235,11 +235,11 @@ func (a *Assigner) stand(ctx context.Context, o *observer) {
 		return
 	}
 	a.s.Logger.V(1).Info("This replica is a candidate: it follows the ring's Leases and campaigns to be the assigner.")
-	defer func() {
-		if ctx.Err() == nil {
+	defer func(parent context.Context) {
+		if parent.Err() == nil {
 			a.s.Logger.V(1).Info("This replica is no candidate any more: it watches the ring's epoch and election alone.")
 		}
-	}()
+	}(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var following sync.WaitGroup
 	following.Go(func() { f.run(ctx) })
