@@ -93,7 +93,9 @@ func Placing(members, stopping []string) []string {
 // Adopters are the live members among which the objects of the retired
 // member are adopted, sorted: those that had joined when it was retired.
 // None if it is not retired, or if none of them is live any more (the
-// assigner then retires it again, among the live ones).
+// assigner then retires it again, among the live ones). Members whose
+// stop the epoch records are among them, but adopt only what they held
+// (Adopter), which may be nothing (Adopts).
 func (e Epoch) Adopters(retired string) []string {
 	at, ok := e.Retired[retired]
 	if !ok {
