@@ -121,6 +121,12 @@ func (s AssignerSettings) withDefaults() (AssignerSettings, error) {
 	return s, nil
 }
 
+// DefaultCandidates is how many members follow the ring's Leases and
+// campaign to be its assigner (sharding.Epoch.Candidates): the assigner
+// and two that know at once, should it die, how long each member has
+// gone without renewing.
+const DefaultCandidates = 3
+
 // DefaultAssignerWorkers is how many objects the assigner writes at once
 // by default: a write is one small patch, and a rebalance or a takeover
 // of thousands of objects should be bound by the API server, not by

@@ -46,6 +46,13 @@ const (
 	// AssignerAnnotation names the member whose replica published the
 	// epoch (sharding.Epoch's Assigner).
 	AssignerAnnotation = keys.ShardPrefix + "/assigner"
+	// SilentAnnotation lists the live members whose Leases the assigner
+	// has seen go unrenewed for one and a half renew periods, joined by
+	// commas: each member collects its garbage then, before a takeover
+	// would start their objects (OnSilent). Only the candidates follow
+	// the members' Leases, so the assigner tells the rest. It is no part
+	// of the epoch.
+	SilentAnnotation = keys.ShardPrefix + "/silent"
 )
 
 // epochAPI is what publishing the ring's members needs of its namespace's

@@ -16,21 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopf-go/kopf/internal/sharding"
-	"github.com/kopf-go/kopf/pkg/keys"
 )
-
-// SilentAnnotation, on the ring's epoch Lease, lists the live members
-// whose Leases the assigner has seen go unrenewed for one and a half
-// renew periods, joined by commas: each member collects its garbage
-// then, before a takeover would start their objects (OnSilent). Only the
-// candidates follow the members' Leases, so the assigner tells the rest.
-const SilentAnnotation = keys.ShardPrefix + "/silent"
-
-// DefaultCandidates is how many members follow the ring's Leases and
-// campaign to be its assigner (sharding.Epoch.Candidates): the assigner
-// and two that know at once, should it die, how long each member has
-// gone without renewing.
-const DefaultCandidates = 3
 
 // observer watches, on every replica, the two Leases that every member
 // needs whether it campaigns or not: the ring's epoch, which it hands to

@@ -12,8 +12,9 @@ import (
 // margin before it (sharding.Epoch's WrittenBefore): a version seen at
 // some moment was written at that moment or before, and one written
 // after it is newer, since both come from the API server's one order of
-// writes. Every member follows the Leases, the assigner or not, so what
-// is older than keep is folded into one version as it goes.
+// writes. A candidate follows the Leases before it leads, for as long as
+// it stands, so what is older than keep is folded into one version as it
+// goes.
 type versionLog struct {
 	keep time.Duration
 

@@ -432,13 +432,12 @@ func (e Epoch) Same(other Epoch) bool {
 // epoch: every replica campaigns).
 func (e Epoch) Candidates(k int) []string {
 	var out []string
-	others := e.Members
-	if k > 0 && slices.Contains(e.Members, e.Assigner) {
+	others := slices.Clone(e.Members)
+	if k > 0 && slices.Contains(others, e.Assigner) {
 		out = append(out, e.Assigner)
-		others = slices.DeleteFunc(slices.Clone(others), func(m string) bool { return m == e.Assigner })
+		others = slices.DeleteFunc(others, func(m string) bool { return m == e.Assigner })
 		k--
 	}
-	others = slices.Clone(others)
 	slices.SortStableFunc(others, func(a, b string) int {
 		return cmp.Or(cmp.Compare(btoi(slices.Contains(e.Stopping, a)), btoi(slices.Contains(e.Stopping, b))),
 			cmp.Compare(e.Joined[a], e.Joined[b]))
